@@ -1,0 +1,1 @@
+"""Pure vocabulary of the engine: models, errors, hashing, seeds, ledger. No I/O, imports nothing of ours."""

@@ -1,0 +1,176 @@
+"""Pydantic models for everything persisted or exchanged between layers.
+
+Persisted/exported models forbid extra keys and carry a schema_version. Values that only live in memory are
+frozen dataclasses or frozen models.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from core.canonical import content_hash
+
+SCHEMA_VERSION = 1
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RolloutStatus(str, enum.Enum):
+    SUCCESS = "success"
+    SEMANTIC_FAILURE = "semantic_failure"
+    INFRASTRUCTURE_FAILURE = "infrastructure_failure"
+
+    @property
+    def usable(self) -> bool:
+        return self is not RolloutStatus.INFRASTRUCTURE_FAILURE
+
+
+class Cell(Frozen):
+    """(task, topology, framework, communication format, team size, task model)."""
+
+    task: str
+    topology: str
+    framework: str = "native"
+    communication: str = "freeform"
+    team_size: int = 1
+    task_model: str = "qwen"
+
+    def grid_key(self) -> dict[str, Any]:
+        return self.model_dump()
+
+
+class PromptBundle(Frozen):
+    """One system prompt per role, plus demos and metadata. Digest = sha256 of canonical JSON of all three."""
+
+    roles: dict[str, str]
+    demos: tuple[Any, ...] = ()
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("roles")
+    @classmethod
+    def _non_empty(cls, roles: dict[str, str]) -> dict[str, str]:
+        if not roles:
+            raise ValueError("a bundle needs at least one role")
+        for name, text in roles.items():
+            if not isinstance(text, str) or not text.strip():
+                raise ValueError(f"role {name!r} has an empty prompt")
+        return roles
+
+    @property
+    def digest(self) -> str:
+        return content_hash({"roles": self.roles, "demos": list(self.demos), "metadata": self.metadata})
+
+    def to_json(self) -> dict[str, Any]:
+        return {"roles": dict(self.roles), "demos": list(self.demos), "metadata": dict(self.metadata),
+                "bundle_sha256": self.digest}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "PromptBundle":
+        bundle = cls(roles=data["roles"], demos=tuple(data.get("demos", ())), metadata=data.get("metadata", {}))
+        expected = data.get("bundle_sha256")
+        if expected is not None and expected != bundle.digest:
+            raise ValueError("bundle_sha256 does not match the bundle content")
+        return bundle
+
+
+class Row(Frozen):
+    """One benchmark example. `task` is what the MAS may see; `gold` is scorer-private and never sent to a model."""
+
+    id: str
+    dataset: str
+    task: dict[str, Any]
+    gold: dict[str, Any] = Field(default_factory=dict, repr=False)
+
+    def public(self) -> dict[str, Any]:
+        return {"id": self.id, "dataset": self.dataset, "task": self.task}
+
+
+class Usage(Frozen):
+    """The five telemetry counters. Token counts the server did not report stay None (never 0)."""
+
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    total_tokens: int | None = None
+    n_llm_calls: int = 0
+    n_tool_calls: int = 0
+
+    def __add__(self, other: "Usage") -> "Usage":
+        def add(a: int | None, b: int | None) -> int | None:
+            if a is None and b is None:
+                return None
+            return (a or 0) + (b or 0)
+
+        return Usage(
+            prompt_tokens=add(self.prompt_tokens, other.prompt_tokens),
+            completion_tokens=add(self.completion_tokens, other.completion_tokens),
+            total_tokens=add(self.total_tokens, other.total_tokens),
+            n_llm_calls=self.n_llm_calls + other.n_llm_calls,
+            n_tool_calls=self.n_tool_calls + other.n_tool_calls,
+        )
+
+
+class Sampling(Frozen):
+    """Every sampling knob, always sent explicitly and recorded as sent."""
+
+    temperature: float
+    top_p: float
+    max_tokens: int
+    seed: int
+    repetition_penalty: float = 1.05
+    enable_thinking: bool = False
+
+
+class AgentOutput(Frozen):
+    """What a topology returns for one row: the final text and/or the final tool calls of the answering agent."""
+
+    text: str | None = None
+    tool_calls: tuple[dict[str, Any], ...] = ()
+    selected_member: int | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class Score(Frozen):
+    """A scorer's verdict: 0/1 value, feedback text for reflective methods, and whether the answer was malformed."""
+
+    value: float
+    feedback: str
+    malformed: bool = False
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class RolloutRecord(BaseModel):
+    """The record of one full multi-agent execution of one row (after retries)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: int = SCHEMA_VERSION
+    rollout_id: str
+    example_id: str
+    phase: str
+    status: RolloutStatus
+    score: float | None = None
+    feedback: str | None = None
+    final_output: AgentOutput | None = None
+    usage: Usage = Field(default_factory=Usage)
+    request_seed: int
+    bundle_sha256: str
+    attempts: int = 1
+    error_kind: str | None = None
+    error: str | None = None
+    budget_exhausted: bool = False
+    charged: bool = False
+    replayed: bool = False
+    latency_seconds: float | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def usable(self) -> bool:
+        return self.status.usable and not self.budget_exhausted
+
+
+Phase = Literal["optimize", "validation", "test", "baseline"]
