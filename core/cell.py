@@ -1,0 +1,109 @@
+"""The --cell grammar and the protocol grid (protocol-v1 sections 2.6 and 4).
+
+`task=bfcl,topology=single[,framework=native][,communication=freeform][,team_size=4][,model=qwen]`
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core.errors import CellError
+from core.models import Cell
+
+TASKS = ("gpqa", "hotpotqa", "math", "lcb", "apps", "swe", "bfcl", "apibank", "toolhop")
+APPLICATION_TASKS = ("hotpotqa", "lcb", "bfcl")
+TOPOLOGIES = ("single", "independent", "sequential", "centralized", "decentralized")
+MULTI_AGENT = ("independent", "sequential", "centralized", "decentralized")
+COMMUNICATIONS = ("freeform", "semi_structured", "structured_soft")
+TEAM_SIZES = (2, 4, 8, 10)
+FRAMEWORKS = ("native",)  # this project's own anyio runtime; never labelled LangGraph/CrewAI/AutoGen/Agents SDK
+MODELS = ("qwen", "llama")
+PRIMARY_METHODS = ("gepa", "mipro", "mapro", "maspo")
+ALL_METHODS = PRIMARY_METHODS + ("hivemind", "mamut_gepa", "maspob", "tavo")
+CELL_KEYS = ("task", "topology", "framework", "communication", "team_size", "model")
+
+
+def parse_cell(text: str) -> Cell:
+    """Parse the --cell grammar; unknown keys, values or contradictions raise CellError (one line)."""
+    fields: dict[str, str] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        if "=" not in part:
+            raise CellError(f"malformed --cell part {part!r}: expected key=value")
+        key, value = (s.strip() for s in part.split("=", 1))
+        if key not in CELL_KEYS:
+            raise CellError(f"unknown --cell key {key!r}; known keys: {', '.join(CELL_KEYS)}")
+        if key in fields:
+            raise CellError(f"--cell key {key!r} given twice")
+        fields[key] = value
+    for required in ("task", "topology"):
+        if required not in fields:
+            raise CellError(f"--cell needs {required}=...")
+    task, topology = fields["task"], fields["topology"]
+    _check(task, TASKS, "task")
+    _check(topology, TOPOLOGIES, "topology")
+    framework = fields.get("framework", "native")
+    _check(framework, FRAMEWORKS, "framework", hint=" (the engine runs its own runtime, recorded as such)")
+    communication = fields.get("communication", "freeform")
+    _check(communication, COMMUNICATIONS, "communication")
+    model = fields.get("model", "qwen")
+    _check(model, MODELS, "model")
+    if topology == "single":
+        if "team_size" in fields and fields["team_size"] != "1":
+            raise CellError(f"topology=single always has team_size 1, got team_size={fields['team_size']}")
+        if communication != "freeform":
+            raise CellError("topology=single has no communication-format variants (use communication=freeform)")
+        team_size = 1
+    else:
+        raw = fields.get("team_size", "4")
+        try:
+            team_size = int(raw)
+        except ValueError:
+            raise CellError(f"team_size must be an integer, got {raw!r}") from None
+        if team_size not in TEAM_SIZES:
+            raise CellError(f"team_size must be one of {TEAM_SIZES} for {topology}, got {team_size}")
+    return Cell(task=task, topology=topology, framework=framework, communication=communication,
+                team_size=team_size, task_model=model)
+
+
+def _check(value: str, allowed: tuple[str, ...], what: str, hint: str = "") -> None:
+    if value not in allowed:
+        raise CellError(f"unknown {what} {value!r}; known: {', '.join(allowed)}{hint}")
+
+
+def registry_key(cell: Cell) -> str:
+    if cell.communication != "freeform":
+        return f"{cell.topology}_communications_{cell.communication}"
+    if cell.topology != "single" and cell.team_size != 4:
+        return f"{cell.topology}_r{cell.team_size}"
+    return cell.topology
+
+
+def source_tables(method: str, cell: Cell) -> list[int]:
+    """The grid tables (section 4) that contain (method, cell); empty = off-grid.
+
+    The engine's native runtime stands in for the protocol's LangGraph column (tables 3-7); table 2's per-topology
+    native frameworks (CrewAI, AutoGen, Agents SDK) are not reproduced and never claimed.
+    """
+    tables: list[int] = []
+    t, top, comm, n, model = cell.task, cell.topology, cell.communication, cell.team_size, cell.task_model
+    single_ok = top != "single" or method in ("gepa", "mipro")
+    if not single_ok:
+        return tables
+    primary = method in PRIMARY_METHODS
+    app = t in APPLICATION_TASKS
+    size4 = n == 4 or top == "single"
+    if primary and model == "qwen" and comm == "freeform" and size4:
+        tables.append(3)
+    if primary and model == "qwen" and app and top in MULTI_AGENT and n == 4:
+        tables.append(4)
+    if primary and model == "qwen" and app and top in MULTI_AGENT and comm == "freeform" and n in TEAM_SIZES:
+        tables.append(5)
+    if method in ALL_METHODS and model == "qwen" and app and comm == "freeform" and size4:
+        tables.append(6)
+    if primary and app and comm == "freeform" and size4:
+        tables.append(7)
+    return sorted(set(tables))
+
+
+def cell_summary(cell: Cell) -> dict[str, Any]:
+    return {**cell.model_dump(), "registry_key": registry_key(cell)}

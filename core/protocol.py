@@ -1,0 +1,131 @@
+"""Frozen constants of protocol mas-promptbench-v1 and the identities derived from them (section 5.6)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core.canonical import content_hash
+
+PROTOCOL_ID = "mas-promptbench-v1"
+FULL_BUDGET = 600
+MAX_INFRA_RETRIES = 2  # 3 attempts at most, same request seed
+RUNTIME_IMPLEMENTATION_ID = "mas-promptbench-engine/anyio-native-v1"  # this project's own runtime, not LangGraph etc.
+CANONICAL_REFLECTION_MODEL = "Qwen/Qwen3.5-122B-A10B-FP8"
+TASK_MODELS = {"qwen": "Qwen/Qwen3.5-9B", "llama": "meta-llama/Llama-3.1-8B-Instruct"}
+PAIRED_SEED_SCHEMA = "paired-evaluation-seed"
+
+OPTIMIZATION_DECODING = {"temperature": 0.2, "top_p": 0.9, "max_tokens": 32768, "thinking": False}
+EVALUATION_DECODING = {"temperature": 0.0, "top_p": 0.9, "max_tokens": 32768, "thinking": False}
+REFLECTION_DECODING = {"temperature": 1.0, "top_p": 1.0, "max_tokens": 48000, "thinking": True}
+REPETITION_PENALTY = 1.05
+TASK_TIMEOUT_S = 1200.0
+REFLECTION_TIMEOUT_S = 1800.0
+
+PROTOCOL_CONSTANTS: dict[str, Any] = {
+    "protocol_id": PROTOCOL_ID,
+    "budget": FULL_BUDGET,
+    "max_infra_retries": MAX_INFRA_RETRIES,
+    "charged_statuses": ["success", "semantic_failure"],
+    "optimization_decoding": OPTIMIZATION_DECODING,
+    "evaluation_decoding": EVALUATION_DECODING,
+    "reflection_decoding": REFLECTION_DECODING,
+    "repetition_penalty": REPETITION_PENALTY,
+    "selection_rule": "strictly_better_on_validation",
+    "paired_seed_schema": PAIRED_SEED_SCHEMA,
+    "seed_offsets": {"0": 0, "1": 1000, "2": 2000},
+    "bootstrap": {"replicates": 10000, "rng": "random.Random(0)"},
+}
+PROTOCOL_HASH = content_hash(PROTOCOL_CONSTANTS)
+
+
+def split_hash(splits_payload: dict[str, Any]) -> str:
+    """Content hash of {dataset, train, validation, test}."""
+    return content_hash(splits_payload)
+
+
+def cell_id(
+    *,
+    method: str,
+    task: str,
+    topology: str,
+    framework: str,
+    communication: str,
+    team_size: int,
+    task_model: str,
+    reflection_model: str,
+    optimizer_seed: int,
+    split_sha256: str,
+    budget: int,
+) -> str:
+    return content_hash(
+        {
+            "protocol_id": PROTOCOL_ID,
+            "protocol_hash": PROTOCOL_HASH,
+            "method": method,
+            "task": task,
+            "topology": topology,
+            "framework": framework,
+            "communication": communication,
+            "team_size": team_size,
+            "task_model": task_model,
+            "reflection_model": reflection_model,
+            "optimizer_seed": optimizer_seed,
+            "split_hash": split_sha256,
+            "budget": budget,
+        }
+    )[:24]
+
+
+def condition(
+    *,
+    task: str,
+    topology: str,
+    framework: str,
+    communication: str,
+    team_size: int,
+    task_model: str,
+    initial_bundle_sha256: str,
+    scorer_id: str,
+    split_sha256: str,
+) -> dict[str, Any]:
+    """The method-independent runtime condition; `condition_id` = its content hash."""
+    return {
+        "schema": "mas-promptbench-condition/v1",
+        "protocol_id": PROTOCOL_ID,
+        "task": task,
+        "topology": topology,
+        "framework": framework,
+        "communication": communication,
+        "team_size": team_size,
+        "task_model": task_model,
+        "runtime_implementation_id": RUNTIME_IMPLEMENTATION_ID,
+        "initial_bundle_sha256": initial_bundle_sha256,
+        "evaluation_decoding": EVALUATION_DECODING,
+        "scorer_id": scorer_id,
+        "split_sha256": split_sha256,
+        "paired_seed_schema": PAIRED_SEED_SCHEMA,
+    }
+
+
+def evaluation_identity(
+    *,
+    cond: dict[str, Any],
+    split: str,
+    evaluation_seed: int,
+    bundle_sha256: str,
+    ordered_example_ids: list[str],
+    rows_sha256: str,
+) -> dict[str, Any]:
+    """Content-addressed evaluation identity (phase not included: cache hits across phases and methods)."""
+    ident = {
+        "schema": "mas-promptbench-evaluation/v1",
+        "condition": cond,
+        "condition_id": content_hash(cond),
+        "split": split,
+        "evaluation_seed": evaluation_seed,
+        "bundle_sha256": bundle_sha256,
+        "ordered_example_ids": list(ordered_example_ids),
+        "rows_sha256": rows_sha256,
+        "evaluation_seed_identity": PAIRED_SEED_SCHEMA,
+    }
+    return {**ident, "evaluation_id": content_hash(ident)[:32]}

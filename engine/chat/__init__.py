@@ -1,0 +1,1 @@
+"""The chat client: one shared HTTP session and one CapacityLimiter per endpoint, errors classified in one place."""

@@ -1,0 +1,1 @@
+"""A job: identity, optimize, final validation (sealed selection), paired test, result."""

@@ -1,0 +1,78 @@
+"""Job configuration: validated before anything is written."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from core.cell import parse_cell
+from core.errors import UsageError
+from core.models import Cell
+from core.protocol import CANONICAL_REFLECTION_MODEL, FULL_BUDGET, TASK_MODELS
+from engine.runner import RetryPolicy
+
+SIMULATED_MODEL_ID = "simulated-policy"
+
+
+@dataclass(frozen=True)
+class JobConfig:
+    cell: Cell
+    method: str
+    seed: int
+    out: Path
+    budget: int = FULL_BUDGET
+    task_endpoints: tuple[str, ...] = ()
+    model_id: str | None = None
+    reflection_endpoint: str | None = None
+    reflection_model: str = CANONICAL_REFLECTION_MODEL
+    data_dir: str | None = None
+    concurrency: int = 64
+    request_timeout: float = 1200.0
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    allow_small_budget: bool = False
+    quiet: bool = False
+    sim_delay_s: float = 0.0
+
+    @property
+    def simulated(self) -> bool:
+        return not self.task_endpoints
+
+    @property
+    def task_model_id(self) -> str:
+        if self.model_id:
+            return self.model_id
+        return SIMULATED_MODEL_ID if self.simulated else TASK_MODELS[self.cell.task_model]
+
+
+def endpoints_from(args_endpoints: list[str] | None) -> tuple[str, ...]:
+    if args_endpoints:
+        return tuple(args_endpoints)
+    env = os.environ.get("TASK_ENDPOINTS") or os.environ.get("VLLM_BASE_URL") or ""
+    return tuple(e.strip() for e in env.split(",") if e.strip())
+
+
+def build_config(*, cell: str, method: str, seed: int, out: str, budget: int, task_endpoints: list[str] | None,
+                 model_id: str | None, data_dir: str | None, concurrency: int, reflection_endpoint: str | None = None,
+                 reflection_model: str | None = None, allow_small_budget: bool = False, quiet: bool = False,
+                 request_timeout: float = 1200.0) -> JobConfig:
+    parsed = parse_cell(cell)
+    if seed not in (0, 1, 2):
+        raise UsageError(f"--seed must be 0, 1 or 2, got {seed}")
+    if not 1 <= budget <= FULL_BUDGET:
+        raise UsageError(f"--budget must be in 1..{FULL_BUDGET}, got {budget}")
+    if concurrency < 1:
+        raise UsageError(f"--concurrency must be >= 1, got {concurrency}")
+    endpoints = endpoints_from(task_endpoints)
+    for url in endpoints:
+        if not url.startswith(("http://", "https://")):
+            raise UsageError(f"--task-endpoint must be an http(s) URL, got {url!r}")
+    if endpoints and not model_id and not os.environ.get("MODEL_ID"):
+        raise UsageError("--model-id (or MODEL_ID) is required with a real --task-endpoint")
+    return JobConfig(
+        cell=parsed, method=method, seed=seed, out=Path(out), budget=budget, task_endpoints=endpoints,
+        model_id=model_id or os.environ.get("MODEL_ID") or None, data_dir=data_dir, concurrency=concurrency,
+        reflection_endpoint=reflection_endpoint or os.environ.get("REFLECTION_MODEL_BASE_URL"),
+        reflection_model=reflection_model or os.environ.get("REFLECTION_MODEL_ID") or CANONICAL_REFLECTION_MODEL,
+        allow_small_budget=allow_small_budget, quiet=quiet, request_timeout=request_timeout,
+    )

@@ -1,0 +1,92 @@
+"""Content-addressed, uncharged, greedy evaluations with paired per-item seeds.
+
+The identity (condition, split, evaluation seed, bundle digest, ordered IDs, rows hash) names the evaluation;
+evaluating the same bundle on the same split twice reuses the first one (no endpoint call). Interrupted
+evaluations resume per item from the store's rollout index.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from core.canonical import content_hash
+from core.errors import ArtifactError
+from core.models import PromptBundle, RolloutRecord, Row
+from core.protocol import EVALUATION_DECODING, REPETITION_PENALTY, evaluation_identity
+from core.seeds import paired_evaluation_seed
+from engine.job.artifacts import read_sealed, write_sealed
+from engine.runner import RolloutSpec, Runner
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    evaluation_id: str
+    split: str
+    bundle_sha256: str
+    records: tuple[RolloutRecord, ...]
+    reused: bool
+
+    @property
+    def example_ids(self) -> list[str]:
+        return [r.example_id for r in self.records]
+
+    @property
+    def scores(self) -> list[float]:
+        return [float(r.score) if r.score is not None else 0.0 for r in self.records]
+
+    @property
+    def mean(self) -> float | None:
+        return sum(self.scores) / len(self.records) if self.records else None
+
+
+def failure_counts(records: tuple[RolloutRecord, ...] | list[RolloutRecord]) -> dict[str, int]:
+    return {
+        "n": len(records),
+        "usable": sum(1 for r in records if r.usable),
+        "success": sum(1 for r in records if r.status.value == "success" and not r.budget_exhausted),
+        "semantic_failures": sum(1 for r in records if r.status.value == "semantic_failure"
+                                 and not r.budget_exhausted),
+        "infrastructure_failures": sum(1 for r in records if r.status.value == "infrastructure_failure"),
+        "budget_exhausted": sum(1 for r in records if r.budget_exhausted),
+        "skipped": 0,
+    }
+
+
+class Evaluator:
+    def __init__(self, *, runner: Runner, job_dir: Path, condition: dict[str, Any], evaluation_seed: int):
+        self.runner = runner
+        self.dir = job_dir / "evaluations"
+        self.condition = condition
+        self.condition_id = content_hash(condition)
+        self.evaluation_seed = evaluation_seed
+
+    def identity(self, bundle: PromptBundle, split: str, rows: list[Row]) -> dict[str, Any]:
+        return evaluation_identity(cond=self.condition, split=split, evaluation_seed=self.evaluation_seed,
+                                   bundle_sha256=bundle.digest, ordered_example_ids=[r.id for r in rows],
+                                   rows_sha256=content_hash([r.public() for r in rows]))
+
+    async def evaluate(self, bundle: PromptBundle, split: str, rows: list[Row]) -> Evaluation:
+        ident = self.identity(bundle, split, rows)
+        eid = ident["evaluation_id"]
+        path = self.dir / f"{eid}.json"
+        if path.exists():
+            data = read_sealed(path)
+            if data["identity"] != ident:
+                raise ArtifactError(f"evaluation {eid} on disk has a different identity")
+            records = tuple(RolloutRecord.model_validate(r) for r in data["records"])
+            return Evaluation(eid, split, bundle.digest, records, reused=True)
+        specs = [
+            RolloutSpec(row=row, bundle=bundle,
+                        seed=paired_evaluation_seed(self.condition_id, self.evaluation_seed, split, row.id),
+                        phase=split, rollout_key=f"eval:{eid}:{i}:{row.id}", evaluation_id=eid, position=i)
+            for i, row in enumerate(rows)
+        ]
+        decoding = {**EVALUATION_DECODING, "repetition_penalty": REPETITION_PENALTY}
+        records = await self.runner.run_batch(specs, decoding, ledger=None)
+        payload = {"schema": "mas-promptbench-evaluation/v1", "evaluation_id": eid, "identity": ident,
+                   "failure_counts": failure_counts(records),
+                   "records": [r.model_copy(update={"replayed": False}).model_dump(mode="json") for r in records]}
+        write_sealed(path, payload)
+        return Evaluation(eid, split, bundle.digest, tuple(records), reused=False)

@@ -1,0 +1,97 @@
+"""job.json: the sealed identity of a job, and the resume check against an existing --out."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from core.canonical import content_hash
+from core.cell import ALL_METHODS, registry_key, source_tables
+from core.errors import JobIdentityError
+from core.models import PromptBundle
+from core.protocol import (
+    CANONICAL_REFLECTION_MODEL,
+    FULL_BUDGET,
+    PROTOCOL_HASH,
+    PROTOCOL_ID,
+    RUNTIME_IMPLEMENTATION_ID,
+    TASK_MODELS,
+    cell_id,
+    condition,
+)
+from engine.job.artifacts import read_json, write_sealed
+from engine.job.config import JobConfig
+
+
+def build_identity(cfg: JobConfig, seed_bundle: PromptBundle, split_sha256: str, split_sizes: dict[str, int],
+                   scorer_id: str) -> dict[str, Any]:
+    c = cfg.cell
+    cid = cell_id(method=cfg.method, task=c.task, topology=c.topology, framework=c.framework,
+                  communication=c.communication, team_size=c.team_size, task_model=c.task_model,
+                  reflection_model=cfg.reflection_model, optimizer_seed=cfg.seed, split_sha256=split_sha256,
+                  budget=cfg.budget)
+    cond = condition(task=c.task, topology=c.topology, framework=c.framework, communication=c.communication,
+                     team_size=c.team_size, task_model=c.task_model, initial_bundle_sha256=seed_bundle.digest,
+                     scorer_id=scorer_id, split_sha256=split_sha256)
+    if cfg.method == "identity":
+        tables = sorted({t for m in ALL_METHODS for t in source_tables(m, c)})
+    else:
+        tables = source_tables(cfg.method, c)
+    reasons = []
+    if not tables:
+        reasons.append("off_grid_cell")
+    if cfg.budget != FULL_BUDGET:
+        reasons.append(f"budget_{cfg.budget}_not_{FULL_BUDGET}")
+    if cfg.reflection_model != CANONICAL_REFLECTION_MODEL:
+        reasons.append("reflection_model_not_canonical")
+    if cfg.simulated:
+        reasons.append("simulated_endpoint")
+    elif cfg.task_model_id != TASK_MODELS[c.task_model]:
+        reasons.append("task_model_id_not_canonical")
+    return {
+        "schema": "mas-promptbench-job/v1",
+        "protocol_id": PROTOCOL_ID,
+        "protocol_hash": PROTOCOL_HASH,
+        "cell": c.model_dump(),
+        "cell_id": cid,
+        "method": cfg.method,
+        "optimizer_seed": cfg.seed,
+        "budget": cfg.budget,
+        "source_tables": tables,
+        "in_grid": bool(tables),
+        "protocol_conformant": not reasons,
+        "nonconformance_reasons": reasons,
+        "registry_key": registry_key(c),
+        "runtime_implementation_id": RUNTIME_IMPLEMENTATION_ID,
+        "scorer_id": scorer_id,
+        "seed_bundle": seed_bundle.to_json(),
+        "condition": cond,
+        "condition_id": content_hash(cond),
+        "split_sha256": split_sha256,
+        "split_sizes": split_sizes,
+        "task_model_id": cfg.task_model_id,
+        "reflection_model": cfg.reflection_model,
+        "endpoint_kind": "simulated" if cfg.simulated else "openai-compatible",
+    }
+
+
+def check_out_dir(out: Path, identity: dict[str, Any]) -> bool:
+    """True when `out` already holds this job (resume). Raises when it holds anything else."""
+    job_path = out / "job.json"
+    if not out.exists():
+        return False
+    if not job_path.exists():
+        if any(out.iterdir()):
+            raise JobIdentityError(f"--out {out} is not empty and holds no job.json; use a fresh directory")
+        return False
+    existing = read_json(job_path)
+    body = {k: v for k, v in existing.items() if k != "sha256"} if isinstance(existing, dict) else None
+    if body != identity:
+        differing = sorted(k for k in identity if not isinstance(body, dict) or body.get(k) != identity[k])
+        raise JobIdentityError(f"--out {out} holds another job (differs in: {', '.join(differing) or 'format'});"
+                               " use a fresh --out")
+    return True
+
+
+def write_identity(out: Path, identity: dict[str, Any]) -> dict[str, Any]:
+    return write_sealed(out / "job.json", identity)

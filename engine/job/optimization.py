@@ -1,0 +1,84 @@
+"""The optimize phase: the ledger-bound runner facade a method receives, and the phase artifacts."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from core.errors import ContractError
+from core.ledger import BudgetLedger, LedgerSnapshot
+from core.models import PromptBundle, RolloutRecord, Row
+from core.optimizer import CurvePoint
+from core.protocol import OPTIMIZATION_DECODING, REPETITION_PENALTY
+from core.seeds import request_seed
+from core.selection import forbidden_metadata
+from engine.runner import RolloutSpec, Runner, rollout_key
+
+
+class LedgerRunner:
+    """What an optimizer sees: charged rollouts on train/validation rows only, seeds derived per section 5.5."""
+
+    def __init__(self, *, runner: Runner, ledger: BudgetLedger, cell_id: str, optimizer_seed: int,
+                 roles: Sequence[str], allowed_ids: set[str]):
+        self._runner = runner
+        self._ledger = ledger
+        self._cell_id = cell_id
+        self._seed = optimizer_seed
+        self.roles = tuple(roles)
+        self._allowed = frozenset(allowed_ids)
+        self.records: list[tuple[RolloutRecord, dict[str, int]]] = []
+
+    def budget(self) -> LedgerSnapshot:
+        return self._ledger.snapshot()
+
+    def validate_bundle(self, bundle: PromptBundle) -> None:
+        if set(bundle.roles) != set(self.roles):
+            raise ContractError(f"bundle roles {sorted(bundle.roles)} != required roles {sorted(self.roles)}")
+        leaked = forbidden_metadata(bundle.metadata)
+        if leaked:
+            raise ContractError(f"bundle metadata carries forbidden keys: {', '.join(leaked)}")
+
+    async def run_batch(self, rows: Sequence[Row], bundle: PromptBundle, iteration: int | str) -> list[RolloutRecord]:
+        for row in rows:
+            if row.id not in self._allowed:
+                raise ContractError(f"optimizer asked for row {row.id!r}, which is not a train/validation row")
+        self.validate_bundle(bundle)
+        specs = []
+        for pos, row in enumerate(rows):
+            seed = request_seed(self._seed, self._cell_id, "optimize", iteration, row.id, bundle.digest, pos)
+            specs.append(RolloutSpec(
+                row=row, bundle=bundle, seed=seed, phase="optimize", position=pos,
+                rollout_key=rollout_key(phase="optimize", iteration=str(iteration), position=pos, example_id=row.id,
+                                        bundle=bundle.digest, seed=seed)))
+        decoding = {**OPTIMIZATION_DECODING, "repetition_penalty": REPETITION_PENALTY}
+        records = await self._runner.run_batch(specs, decoding, self._ledger)
+        for rec in records:
+            self.records.append((rec, self._ledger.snapshot().as_dict()))
+        return records
+
+
+def learning_curve(points: Sequence[CurvePoint], budget: int, final_charged: int) -> list[dict[str, Any]]:
+    """Project the latest committed state onto the charged-rollout grid 0, 10, ..., budget (no model calls);
+    after the method stops, the incumbent is carried forward to the budget."""
+    ordered = sorted(points, key=lambda p: p.charged_rollouts)
+    rows = []
+    grid = list(range(0, budget + 1, 10))
+    if grid[-1] != budget:
+        grid.append(budget)
+    for g in grid:
+        current = None
+        for p in ordered:
+            if p.charged_rollouts <= g:
+                current = p
+        rows.append({
+            "schema_version": 1,
+            "rollout_grid": g,
+            "charged_rollouts": min(g, final_charged),
+            "reason": current.reason if current else "no_state",
+            "staleness": g - current.charged_rollouts if current else None,
+            "post_stop_carried_forward": g > final_charged,
+            "native_iteration": current.native_iteration if current else None,
+            "native_observed_score": current.native_observed_score if current else None,
+            "bundle_hash": current.bundle_hash if current else None,
+        })
+    return rows

@@ -1,0 +1,272 @@
+"""Rollouts under the ledger: concurrent in an anyio task group, records returned in input order.
+
+One rollout = one full multi-agent execution of one row, scored 0/1. Infrastructure failures (transport, HTTP,
+malformed responses, zero observed model calls, scorer exceptions) are retried at most twice with the SAME
+request seed, never charged; after the third failed attempt the record is `infrastructure_failure`.
+A rollout already recorded in the store under the same logical key is replayed (no request, same ledger outcome).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
+
+from core.benchmark import Benchmark
+from core.canonical import content_hash
+from core.errors import InfrastructureError, ScorerError
+from core.ledger import BudgetLedger, Reservation
+from core.models import AgentOutput, PromptBundle, RolloutRecord, RolloutStatus, Row, Score, Usage
+from core.protocol import MAX_INFRA_RETRIES
+from core.topology import Topology
+from engine.agent_context import RecordedAgentContext
+from engine.chat.endpoint import EndpointPool
+from engine.store import Store
+
+BUDGET_EXHAUSTED_ERROR = "rollout budget exhausted; rollout not executed"
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    base_delay: float = 0.5
+    max_delay: float = 30.0
+    honour_retry_after: bool = True
+
+    def delay(self, attempt: int, exc: BaseException | None, key: str) -> float:
+        if self.honour_retry_after and isinstance(exc, InfrastructureError) and exc.retry_after is not None:
+            return min(exc.retry_after, self.max_delay)
+        if self.base_delay <= 0:
+            return 0.0
+        jitter = random.Random(f"{key}|{attempt}").uniform(0.5, 1.0)  # keyed, never a shared RNG
+        return min(self.max_delay, self.base_delay * 2 ** (attempt - 1)) * jitter
+
+
+@dataclass(frozen=True)
+class RolloutSpec:
+    row: Row
+    bundle: PromptBundle
+    seed: int
+    phase: str
+    rollout_key: str
+    evaluation_id: str | None = None
+    position: int = 0
+
+
+class _Slot:
+    def __init__(self, ledger: BudgetLedger | None, res: Reservation | None, index: int):
+        self.ledger, self.res, self.index = ledger, res, index
+
+    def infra_attempt(self) -> None:
+        if self.ledger is not None and self.res is not None:
+            self.ledger.note_infrastructure_attempt(self.res, self.index)
+
+    def commit(self, status: RolloutStatus) -> bool:
+        if self.ledger is None or self.res is None:
+            return False
+        return self.ledger.commit(self.res, self.index, status)
+
+
+class Runner:
+    def __init__(self, *, store: Store, pool: EndpointPool, bench: Benchmark, topology: Topology,
+                 run_node: str, retry: RetryPolicy = RetryPolicy(), concurrency: int | None = None,
+                 record_calls: bool = True, on_record: Callable[[RolloutRecord], None] | None = None):
+        self.store, self.pool, self.bench, self.topology = store, pool, bench, topology
+        self.run_node = run_node
+        self.retry = retry
+        self.limiter = anyio.CapacityLimiter(concurrency or pool.capacity)
+        self.record_calls = record_calls
+        self.on_record = on_record
+        self._tool_call = getattr(bench, "call_tool", None)
+        self._score_async = getattr(bench, "score_async", None)
+
+    # ------------------------------------------------------------------ batches
+    async def run_batch(self, specs: Sequence[RolloutSpec], decoding: dict[str, Any],
+                        ledger: BudgetLedger | None = None) -> list[RolloutRecord]:
+        """Run specs concurrently; records come back in input order. With a ledger, the batch is reserved before
+        dispatch and trimmed at the cap: rows past it come back budget-exhausted and uncharged."""
+        res = ledger.reserve(len(specs)) if ledger is not None else None
+        granted = res.granted if res is not None else len(specs)
+        results: list[RolloutRecord | None] = [None] * len(specs)
+
+        async def one(i: int) -> None:
+            async with self.limiter:
+                results[i] = await self._rollout(specs[i], decoding, _Slot(ledger, res, i))
+
+        try:
+            async with anyio.create_task_group() as tg:
+                for i in range(granted):
+                    tg.start_soon(one, i)
+        finally:
+            if ledger is not None and res is not None and res.open_slots:
+                ledger.release(res)  # only reached when the batch was cancelled or crashed
+        for i in range(granted, len(specs)):
+            results[i] = await self._exhausted(specs[i])
+        return [r for r in results if r is not None]
+
+    async def run(self, spec: RolloutSpec, decoding: dict[str, Any],
+                  ledger: BudgetLedger | None = None) -> RolloutRecord:
+        return (await self.run_batch([spec], decoding, ledger))[0]
+
+    # ------------------------------------------------------------------ one rollout
+    def _node_id(self, spec: RolloutSpec) -> str:
+        return f"{spec.phase}/{spec.row.id}/{spec.rollout_key[:16]}"
+
+    async def _rollout(self, spec: RolloutSpec, decoding: dict[str, Any], slot: _Slot) -> RolloutRecord:
+        stored = self.store.find_rollout(spec.rollout_key) if self.record_calls else None
+        if stored is not None:
+            record = RolloutRecord.model_validate(stored).model_copy(update={"replayed": True})
+            for _ in range(record.attempts - (1 if record.status.usable else 0)):
+                slot.infra_attempt()
+            slot.commit(record.status)
+            return self._emit(record)
+        node_id = self._node_id(spec)
+        if self.record_calls:
+            await self.store.add_node(node_id=node_id, parent_id=self.run_node, instance_key=spec.row.id,
+                                      task_key=spec.phase, status="running", worker_key=None, level=1,
+                                      actor="engine:runner")
+        attempts = 0
+        last_error: BaseException | None = None
+        outcome: tuple[AgentOutput, Score, Usage, float] | None = None
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(MAX_INFRA_RETRIES + 1),
+            wait=lambda state: self.retry.delay(state.attempt_number, last_error, spec.rollout_key),
+            retry=retry_if_exception_type((InfrastructureError, ScorerError)),
+            reraise=True,
+        )
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    attempts = attempt.retry_state.attempt_number
+                    try:
+                        outcome = await self._attempt(spec, decoding, node_id, attempts)
+                    except (InfrastructureError, ScorerError) as exc:
+                        last_error = exc
+                        slot.infra_attempt()
+                        if self.record_calls:
+                            await self.store.set_node_status(
+                                node_id, "failed", actor="engine:runner", reason=f"attempt {attempts}: {exc}",
+                                extra={"failure": {"kind": "infra_error", "message": str(exc)[:2000],
+                                                   "exception_type": type(exc).__name__, "attempt": attempts}})
+                        raise
+        except (InfrastructureError, ScorerError):
+            pass
+        if outcome is None:
+            err = last_error
+            record = RolloutRecord(
+                rollout_id=node_id, example_id=spec.row.id, phase=spec.phase,
+                status=RolloutStatus.INFRASTRUCTURE_FAILURE, score=None, request_seed=spec.seed,
+                bundle_sha256=spec.bundle.digest, attempts=attempts,
+                error_kind=getattr(err, "kind", "infrastructure"), error=str(err)[:2000],
+                metadata={"evaluation_id": spec.evaluation_id, "position": spec.position},
+            )
+        else:
+            output, score, usage, latency = outcome
+            status = RolloutStatus.SUCCESS if score.value >= 1.0 else RolloutStatus.SEMANTIC_FAILURE
+            record = RolloutRecord(
+                rollout_id=node_id, example_id=spec.row.id, phase=spec.phase, status=status,
+                score=float(score.value), feedback=score.feedback, final_output=output, usage=usage,
+                request_seed=spec.seed, bundle_sha256=spec.bundle.digest, attempts=attempts,
+                latency_seconds=round(latency, 6),
+                metadata={"evaluation_id": spec.evaluation_id, "position": spec.position,
+                          "malformed": score.malformed, "scorer_metadata": score.metadata,
+                          **({"topology": output.metadata} if output.metadata else {})},
+            )
+        charged = slot.commit(record.status)
+        record = record.model_copy(update={"charged": charged})
+        if self.record_calls:
+            await self._finish(spec, node_id, record)
+        return self._emit(record)
+
+    async def _attempt(self, spec: RolloutSpec, decoding: dict[str, Any], node_id: str,
+                       attempt: int) -> tuple[AgentOutput, Score, Usage, float]:
+        execution_id = f"{node_id}#g{self.store.generation}a{attempt}"
+        row = spec.row
+        executor = None
+        if self._tool_call is not None:
+            async def executor(name: str, args: Any) -> str:
+                return await self._tool_call(row, name, args)
+        ctx = RecordedAgentContext(store=self.store, pool=self.pool, rollout_node=node_id,
+                                   execution_id=execution_id, rollout_seed=spec.seed, decoding=decoding,
+                                   tool_executor=executor, record_calls=self.record_calls)
+        t0 = anyio.current_time()
+        if self.record_calls and attempt > 1:
+            await self.store.set_node_status(node_id, "running", actor="engine:runner",
+                                             reason=f"retry attempt {attempt} with the same request seed")
+        output = await self.topology.run(row, spec.bundle, ctx, self.bench)
+        if ctx.calls_observed == 0:
+            raise ScorerError("zero observed model calls")
+        try:
+            if self._score_async is not None:
+                score = await self._score_async(row, output)
+            else:
+                score = self.bench.score(row, output)
+        except Exception as exc:
+            raise ScorerError(f"scorer raised {type(exc).__name__}: {exc}") from exc
+        return output, score, ctx.usage, anyio.current_time() - t0
+
+    async def _finish(self, spec: RolloutSpec, node_id: str, record: RolloutRecord) -> None:
+        """Score annotation, terminal status mutation, ledger mutation and the replay index: one store op."""
+        store = self.store
+        data = record.model_dump(mode="json")
+        final_status = "completed" if record.status.usable else "failed"
+        extra: dict[str, Any] = {"rollout_status": record.status.value}
+        if not record.status.usable:
+            extra["failure"] = {"kind": "infra_error", "message": record.error, "exception_type": record.error_kind}
+
+        def op(conn: Any) -> None:
+            if record.score is not None:
+                store.op_annotation(conn, "node", node_id, "mpb.score",
+                                    {"value": record.score, "feedback": record.feedback,
+                                     "malformed": record.metadata.get("malformed", False),
+                                     "scorer": self.bench.name}, actor="engine:scorer")
+            store.op_annotation(conn, "node", node_id, "mpb.rollout",
+                                {"status": record.status.value, "example_id": record.example_id,
+                                 "phase": record.phase, "request_seed": record.request_seed,
+                                 "bundle_sha256": record.bundle_sha256, "attempts": record.attempts,
+                                 "charged": record.charged, "usage": record.usage.model_dump(),
+                                 "evaluation_id": spec.evaluation_id, "position": spec.position},
+                                actor="engine:runner")
+            store.op_status(conn, node_id, final_status, actor="engine:runner", reason=record.error, extra=extra)
+            if record.charged or spec.phase == "optimize":
+                store._mutation(conn, "ledger.committed", "run", store.run_id, "engine:ledger", None,
+                                {"rollout": node_id, "status": record.status.value, "charged": record.charged},
+                                None)
+            store.op_rollout(conn, rollout_key=spec.rollout_key, node_id=node_id,
+                             evaluation_id=spec.evaluation_id, phase=spec.phase, position=spec.position, record=data)
+
+        await store.write(op)
+
+    async def _exhausted(self, spec: RolloutSpec) -> RolloutRecord:
+        node_id = self._node_id(spec)
+        record = RolloutRecord(
+            rollout_id=node_id, example_id=spec.row.id, phase=spec.phase, status=RolloutStatus.SEMANTIC_FAILURE,
+            score=0.0, feedback=BUDGET_EXHAUSTED_ERROR, request_seed=spec.seed, bundle_sha256=spec.bundle.digest,
+            attempts=0, error_kind="budget_exhausted", error=BUDGET_EXHAUSTED_ERROR, budget_exhausted=True,
+            metadata={"budget_exhausted": True, "position": spec.position},
+        )
+        if self.record_calls:
+            store = self.store
+
+            def op(conn: Any) -> None:
+                if store.op_node(conn, node_id=node_id, parent_id=self.run_node, instance_key=spec.row.id,
+                                 task_key=spec.phase, status="pending", worker_key=None, level=1,
+                                 actor="engine:runner"):
+                    store.op_status(conn, node_id, "skipped", actor="engine:ledger", reason=BUDGET_EXHAUSTED_ERROR,
+                                    extra={"failure": {"kind": "budget_exhausted", "message": BUDGET_EXHAUSTED_ERROR}})
+
+            await store.write(op)
+        return self._emit(record)
+
+    def _emit(self, record: RolloutRecord) -> RolloutRecord:
+        if self.on_record is not None:
+            self.on_record(record)
+        return record
+
+
+def rollout_key(**fields: Any) -> str:
+    """Logical identity of a rollout (phase context, row, bundle, seed); the replay key in the store."""
+    return content_hash(fields)

@@ -1,0 +1,270 @@
+"""The job's store: one SQLite file in WAL mode, written by exactly one writer task.
+
+Producers hand the writer small operations and await their commit, so a model call is durable before its result
+is used. The writer drains everything queued, runs it in one transaction (a savepoint per operation), commits,
+then wakes the producers: batching keeps per-call CPU low under high concurrency.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import anyio
+import sqlite_utils
+from anyio.abc import TaskGroup
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from core.blobs import externalize, resolve
+from core.canonical import canonical_json
+from engine.store.schema import create_schema
+
+Op = Callable[[sqlite3.Connection], Any]
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class _Pending:
+    __slots__ = ("op", "done", "result", "error")
+
+    def __init__(self, op: Op):
+        self.op = op
+        self.done = anyio.Event()
+        self.result: Any = None
+        self.error: BaseException | None = None
+
+
+class Store:
+    def __init__(self, path: str | Path, run_id: str):
+        self.path = Path(path)
+        self.run_id = run_id
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite_utils.Database(str(self.path))
+        create_schema(db)
+        db.conn.close()
+        self._wconn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
+        self._wconn.execute("PRAGMA synchronous=NORMAL")
+        self._rconn = sqlite3.connect(str(self.path), check_same_thread=False)
+        self._send: MemoryObjectSendStream[_Pending] | None = None
+        self._tg: TaskGroup | None = None
+        self.generation = self._bump_generation()
+        self.writes = 0
+
+    # ----------------------------------------------------------------- lifecycle
+    def _bump_generation(self) -> int:
+        row = self._wconn.execute("SELECT value FROM meta WHERE key='generation'").fetchone()
+        gen = int(row[0]) + 1 if row else 0
+        self._wconn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('generation', ?)", (str(gen),))
+        return gen
+
+    async def __aenter__(self) -> "Store":
+        send, recv = anyio.create_memory_object_stream[_Pending](max_buffer_size=float("inf"))
+        self._send = send
+        self._tg = anyio.create_task_group()
+        await self._tg.__aenter__()
+        self._tg.start_soon(self._writer, recv)
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        assert self._send is not None and self._tg is not None
+        await self._send.aclose()
+        await self._tg.__aexit__(*exc)
+        self._send = None
+        self.close()
+
+    def close(self) -> None:
+        self._rconn.close()
+        self._wconn.close()
+
+    async def _writer(self, recv: MemoryObjectReceiveStream[_Pending]) -> None:
+        async with recv:
+            async for first in recv:
+                batch = [first]
+                while True:
+                    try:
+                        batch.append(recv.receive_nowait())
+                    except (anyio.WouldBlock, anyio.EndOfStream):
+                        break
+                self._run_batch(batch)
+                for item in batch:
+                    item.done.set()
+
+    def _run_batch(self, batch: list[_Pending]) -> None:
+        conn = self._wconn
+        conn.execute("BEGIN")
+        for item in batch:
+            conn.execute("SAVEPOINT op")
+            try:
+                item.result = item.op(conn)
+                conn.execute("RELEASE op")
+            except Exception as exc:  # handed back to the producer, which re-raises it
+                conn.execute("ROLLBACK TO op")
+                conn.execute("RELEASE op")
+                item.error = exc
+        conn.execute("COMMIT")
+        self.writes += len(batch)
+
+    async def write(self, op: Op) -> Any:
+        """Run `op(conn)` in the writer and return its result once committed."""
+        if self._send is None:
+            raise RuntimeError("store is not open for writing (use `async with store`)")
+        pending = _Pending(op)
+        self._send.send_nowait(pending)
+        await pending.done.wait()
+        if pending.error is not None:
+            raise pending.error
+        return pending.result
+
+    # ----------------------------------------------------------------- helpers used inside ops
+    def _json(self, conn: sqlite3.Connection, value: Any) -> str | None:
+        if value is None:
+            return None
+
+        def put(digest: str, data: bytes) -> None:
+            conn.execute("INSERT OR IGNORE INTO blobs(sha256, bytes, media_type, encoding, content) "
+                         "VALUES (?, ?, 'application/json', 'json', ?)", (digest, len(data), data))
+
+        return canonical_json(externalize(value, put))
+
+    def _mutation(self, conn: sqlite3.Connection, mutation_type: str, target_type: str, target_id: str,
+                  actor: str, old: Any, new: Any, reason: str | None) -> int:
+        seq = conn.execute("SELECT COALESCE(MAX(sequence), -1) + 1 FROM mutations").fetchone()[0]
+        old_v = None if old is None else {"mutation_type": mutation_type, **old}
+        new_v = None if new is None else {"mutation_type": mutation_type, **new}
+        conn.execute(
+            "INSERT INTO mutations(sequence, run_id, mutation_type, target_type, target_id, actor, old_value,"
+            " new_value, reason, created_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            (seq, self.run_id, mutation_type, target_type, target_id, actor, self._json(conn, old_v),
+             self._json(conn, new_v), reason, utc_now()),
+        )
+        return seq
+
+    # ----------------------------------------------------------------- stream writers (sync, inside one op)
+    def op_event(self, conn: sqlite3.Connection, *, execution_id: str, node_id: str, worker_key: str,
+                 sequence: int, event_type: str, turn_id: str | None, payload: dict[str, Any], started_at: str,
+                 completed_at: str | None, request_key: str | None = None, ok: bool | None = None) -> str:
+        event_id = f"{execution_id}:{sequence}"
+        conn.execute(
+            "INSERT INTO events(event_id, run_id, task_execution_id, node_id, worker_binding_key, sequence,"
+            " event_type, turn_id, payload, started_at, completed_at, policy_version, request_key, ok)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,NULL,?,?)",
+            (event_id, self.run_id, execution_id, node_id, worker_key, sequence, event_type, turn_id,
+             self._json(conn, {"part_kind": event_type, **payload}), started_at, completed_at, request_key,
+             None if ok is None else int(ok)),
+        )
+        return event_id
+
+    def op_node(self, conn: sqlite3.Connection, *, node_id: str, parent_id: str | None, instance_key: str,
+                task_key: str, status: str, worker_key: str | None, level: int, actor: str,
+                reason: str | None = None) -> bool:
+        if conn.execute("SELECT 1 FROM nodes WHERE node_id=?", (node_id,)).fetchone():
+            return False
+        now = utc_now()
+        conn.execute(
+            "INSERT INTO nodes(node_id, run_id, parent_id, instance_key, task_key, status, assigned_worker_key,"
+            " level, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            (node_id, self.run_id, parent_id, instance_key, task_key, status, worker_key, level, now, now),
+        )
+        self._mutation(conn, "node.added", "node", node_id, actor, None,
+                       {"parent_id": parent_id, "instance_key": instance_key, "task_key": task_key,
+                        "status": status, "assigned_worker_key": worker_key, "level": level}, reason)
+        return True
+
+    def op_status(self, conn: sqlite3.Connection, node_id: str, status: str, *, actor: str,
+                  reason: str | None = None, extra: dict[str, Any] | None = None) -> None:
+        row = conn.execute("SELECT status FROM nodes WHERE node_id=?", (node_id,)).fetchone()
+        if row is None:
+            raise KeyError(f"unknown node {node_id}")
+        conn.execute("UPDATE nodes SET status=?, updated_at=? WHERE node_id=?", (status, utc_now(), node_id))
+        self._mutation(conn, "node.status_changed", "node", node_id, actor, {"status": row[0]},
+                       {"status": status, **(extra or {})}, reason)
+
+    def op_edge(self, conn: sqlite3.Connection, source: str, target: str, *, actor: str,
+                status: str = "satisfied") -> bool:
+        if conn.execute("SELECT 1 FROM edges WHERE source_node_id=? AND target_node_id=?",
+                        (source, target)).fetchone():
+            return False
+        now = utc_now()
+        conn.execute("INSERT INTO edges(source_node_id, target_node_id, run_id, status, created_at, updated_at)"
+                     " VALUES (?,?,?,?,?,?)", (source, target, self.run_id, status, now, now))
+        self._mutation(conn, "edge.added", "edge", f"{source}->{target}", actor, None,
+                       {"source_node_id": source, "target_node_id": target, "status": status}, None)
+        return True
+
+    def op_annotation(self, conn: sqlite3.Connection, target_type: str, target_id: str, namespace: str,
+                      payload: dict[str, Any], *, actor: str) -> int:
+        seq = conn.execute(
+            "SELECT COALESCE(MAX(sequence), -1) + 1 FROM annotations WHERE target_type=? AND target_id=?"
+            " AND namespace=?", (target_type, target_id, namespace)).fetchone()[0]
+        conn.execute("INSERT INTO annotations(target_type, target_id, namespace, sequence, payload, created_at,"
+                     " run_id) VALUES (?,?,?,?,?,?,?)",
+                     (target_type, target_id, namespace, seq, self._json(conn, payload), utc_now(), self.run_id))
+        self._mutation(conn, "annotation.set", target_type, target_id, actor, None,
+                       {"namespace": namespace, "sequence": seq, "payload": payload}, None)
+        return seq
+
+    def op_rollout(self, conn: sqlite3.Connection, *, rollout_key: str, node_id: str, evaluation_id: str | None,
+                   phase: str, position: int, record: dict[str, Any]) -> None:
+        conn.execute("INSERT OR REPLACE INTO rollouts(rollout_key, node_id, evaluation_id, phase, position,"
+                     " record, created_at) VALUES (?,?,?,?,?,?,?)",
+                     (rollout_key, node_id, evaluation_id, phase, position, self._json(conn, record), utc_now()))
+
+    # ----------------------------------------------------------------- async conveniences (one op each)
+    async def record_event(self, **kw: Any) -> str:
+        return await self.write(lambda conn: self.op_event(conn, **kw))
+
+    async def add_node(self, **kw: Any) -> bool:
+        return await self.write(lambda conn: self.op_node(conn, **kw))
+
+    async def set_node_status(self, node_id: str, status: str, **kw: Any) -> None:
+        await self.write(lambda conn: self.op_status(conn, node_id, status, **kw))
+
+    async def add_edge(self, source: str, target: str, **kw: Any) -> bool:
+        return await self.write(lambda conn: self.op_edge(conn, source, target, **kw))
+
+    async def annotate(self, target_type: str, target_id: str, namespace: str, payload: dict[str, Any], *,
+                       actor: str) -> int:
+        return await self.write(lambda conn: self.op_annotation(conn, target_type, target_id, namespace, payload,
+                                                                actor=actor))
+
+    async def mutate(self, mutation_type: str, target_type: str, target_id: str, *, actor: str,
+                     new: dict[str, Any], old: dict[str, Any] | None = None, reason: str | None = None) -> int:
+        return await self.write(lambda conn: self._mutation(conn, mutation_type, target_type, target_id, actor,
+                                                            old, new, reason))
+
+    async def put_rollout(self, **kw: Any) -> None:
+        await self.write(lambda conn: self.op_rollout(conn, **kw))
+
+    # ----------------------------------------------------------------- reads (separate connection)
+    def _load(self, text: str | None) -> Any:
+        if text is None:
+            return None
+        return resolve(json.loads(text), self.blob)
+
+    def blob(self, digest: str) -> bytes:
+        row = self._rconn.execute("SELECT content FROM blobs WHERE sha256=?", (digest,)).fetchone()
+        if row is None:
+            raise KeyError(f"missing blob {digest}")
+        return bytes(row[0])
+
+    def find_call(self, request_key: str) -> tuple[str, dict[str, Any]] | None:
+        """The first successful model-call event with this logical request key (for replay)."""
+        row = self._rconn.execute("SELECT event_id, payload FROM events WHERE request_key=? AND ok=1 "
+                                  "ORDER BY rowid LIMIT 1", (request_key,)).fetchone()
+        return None if row is None else (row[0], self._load(row[1]))
+
+    def find_rollout(self, rollout_key: str) -> dict[str, Any] | None:
+        row = self._rconn.execute("SELECT record FROM rollouts WHERE rollout_key=?", (rollout_key,)).fetchone()
+        return None if row is None else self._load(row[0])
+
+    def count(self, table: str) -> int:
+        return self._rconn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]  # noqa: S608 (fixed names)
+
+    def rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        return self._rconn.execute(sql, params).fetchall()
