@@ -20,7 +20,7 @@ from core.optimizer import Optimizer
 from core.protocol import PROTOCOL_ID
 from core.selection import decide, forbidden_metadata
 from engine.chat.endpoint import Endpoint, EndpointPool, Timeouts
-from engine.job.artifacts import read_sealed, write_json_atomic, write_jsonl_atomic, write_sealed
+from engine.job.artifacts import read_json, read_sealed, write_json_atomic, write_jsonl_atomic, write_sealed
 from engine.job.config import JobConfig
 from engine.job.data import JobData
 from engine.job.evaluation import Evaluation, Evaluator, failure_counts
@@ -52,11 +52,14 @@ class Progress:
                   f"infra={snap.infrastructure_failures} last={record.status.value}", file=sys.stderr, flush=True)
 
 
-def prepare(cfg: JobConfig) -> tuple[Benchmark, Any, Optimizer, JobData, PromptBundle, dict[str, Any]]:
-    """Everything that can fail on bad input, before anything is written."""
-    from benchmarks.registry import get_benchmark
+def prepare(cfg: JobConfig, bench: Benchmark | None = None
+            ) -> tuple[Benchmark, Any, Optimizer, JobData, PromptBundle, dict[str, Any]]:
+    """Everything that can fail on bad input, before anything is written. `bench` overrides the registry
+    (tests and embedding applications)."""
+    if bench is None:
+        from benchmarks.registry import get_benchmark
 
-    bench = get_benchmark(cfg.cell.task)
+        bench = get_benchmark(cfg.cell.task)
     topology = get_topology(cfg.cell.topology)
     optimizer = get_optimizer(cfg.method)
     if cfg.budget < optimizer.smallest_useful_budget and not cfg.allow_small_budget:
@@ -73,8 +76,8 @@ def prepare(cfg: JobConfig) -> tuple[Benchmark, Any, Optimizer, JobData, PromptB
     return bench, topology, optimizer, data, seed, identity
 
 
-async def run_job(cfg: JobConfig) -> dict[str, Any]:
-    bench, topology, optimizer, data, seed_bundle, identity = prepare(cfg)
+async def run_job(cfg: JobConfig, bench: Benchmark | None = None) -> dict[str, Any]:
+    bench, topology, optimizer, data, seed_bundle, identity = prepare(cfg, bench)
     resuming = check_out_dir(cfg.out, identity)
     async with AsyncExitStack() as stack:
         urls = list(cfg.task_endpoints)
@@ -179,12 +182,14 @@ class _Job:
             "failure_kind": None, "seed_bundle": self.seed_bundle.to_json(),
             "training_ids": [r.id for r in train], "validation_ids": [r.id for r in validation],
             "incumbent_bundle": result.incumbent.to_json(), "stop_reason": result.stop_reason,
-            "budget": snap.as_dict(), "elapsed_seconds": round(time.monotonic() - started, 3),
+            "budget": snap.as_dict(),
             "usage": {"task": usage_task, "judge": {"model_calls": 0},
                       "reflection": result.reflection_usage or {"model_calls": 0}},
             "failure_counts": failure_counts(records),
             "optimizer_artifact": "optimization/optimizer_result.json",
         }
+        # Wall-clock time stays out of the sealed envelope so that a resumed job seals byte-identical artifacts.
+        write_json_atomic(opt_dir / "timing.json", {"elapsed_seconds": round(time.monotonic() - started, 3)})
         sealed = write_sealed(path, envelope)
         await self.store.mutate("phase.completed", "run", self.identity["cell_id"], actor="engine:job",
                                 new={"phase": "optimize", "stop_reason": result.stop_reason,
@@ -276,8 +281,9 @@ class _Job:
                 "task", "topology", "framework", "communication", "team_size", "task_model")}},
             "registry_key": ident["registry_key"], "source_tables": ident["source_tables"],
             "condition_id": ident["condition_id"], "endpoint_kind": ident["endpoint_kind"],
-            "optimization": {k: optimization.get(k) for k in ("status", "failure_kind", "stop_reason", "budget",
-                                                               "usage", "elapsed_seconds", "failure_counts")},
+            "optimization": {**{k: optimization.get(k) for k in ("status", "failure_kind", "stop_reason", "budget",
+                                                                  "usage", "failure_counts")},
+                             "elapsed_seconds": _elapsed(self.out)},
             "selection": {k: selection[k] for k in ("selection_id", "selected_candidate", "fallback_reason",
                                                      "baseline_validation_score", "incumbent_validation_score",
                                                      "validation_delta", "validation_failure_counts")},
@@ -287,6 +293,14 @@ class _Job:
         }
         write_json_atomic(self.out / "result.json", result)
         return result
+
+
+def _elapsed(out: Path) -> float | None:
+    path = out / "optimization" / "timing.json"
+    try:
+        return float(read_json(path)["elapsed_seconds"])
+    except (ArtifactError, KeyError, TypeError, ValueError):
+        return None
 
 
 def _usage_totals(records: list[RolloutRecord]) -> dict[str, Any]:

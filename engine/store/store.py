@@ -74,7 +74,9 @@ class Store:
     async def __aexit__(self, *exc: Any) -> None:
         assert self._send is not None and self._tg is not None
         await self._send.aclose()
-        await self._tg.__aexit__(*exc)
+        # The writer drains what is queued and stops; the body's own exception (if any) propagates unchanged
+        # from the `async with` instead of being wrapped into an exception group by the writer's task group.
+        await self._tg.__aexit__(None, None, None)
         self._send = None
         self.close()
 

@@ -1,0 +1,50 @@
+"""Helpers for job-level tests."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from engine.job.config import JobConfig, build_config
+from engine.job.run_job import run_job
+from engine.runner import RetryPolicy
+from engine.sim.faults import request_key as sim_request_key
+from tests.fakebench import FakeBench
+
+
+def config(out: Path, endpoint: str, *, method: str = "identity", seed: int = 1, concurrency: int = 8,
+           timeout: float = 2.0) -> JobConfig:
+    cfg = build_config(cell="task=gpqa,topology=single", method=method, seed=seed, out=str(out), budget=600,
+                       task_endpoints=[endpoint], model_id="test-model", data_dir=None, concurrency=concurrency,
+                       quiet=True, request_timeout=timeout)
+    return JobConfig(**{**cfg.__dict__, "retry": RetryPolicy(base_delay=0.0)})
+
+
+def run(out: Path, endpoint: str, bench: FakeBench | None = None, **kw: Any) -> dict[str, Any]:
+    return anyio.run(run_job, config(out, endpoint, **kw), bench or FakeBench(n_train=12, n_validation=20,
+                                                                             n_test=30))
+
+
+def comparable(result: dict[str, Any]) -> dict[str, Any]:
+    """result.json without wall-clock fields."""
+    out = json.loads(json.dumps(result))
+    out["optimization"].pop("elapsed_seconds", None)
+    return out
+
+
+def stored_sim_keys(db_path: Path) -> set[str]:
+    """The simulated endpoint's logical keys of every successful model call recorded in a store."""
+    conn = sqlite3.connect(str(db_path))
+    keys = set()
+    for (payload,) in conn.execute("SELECT payload FROM events WHERE event_type='model_call' AND ok=1"):
+        data = json.loads(payload)
+        if data.get("replayed_from"):
+            continue
+        keys.add(sim_request_key({"model": data["params"]["model"], "messages": data["request"]["messages"],
+                                  "tools": data["request"]["tools"], "seed": data["seed"]}))
+    conn.close()
+    return keys
