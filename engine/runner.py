@@ -222,12 +222,16 @@ class Runner:
                 store.op_annotation(conn, "node", node_id, "mpb.score",
                                     {"value": record.score, "feedback": record.feedback,
                                      "malformed": record.metadata.get("malformed", False),
-                                     "scorer": self.bench.name}, actor="engine:scorer")
+                                     "metadata": record.metadata.get("scorer_metadata", {}),
+                                     "scorer": f"{self.bench.name}:protocol:v1"}, actor="engine:scorer")
             store.op_annotation(conn, "node", node_id, "mpb.rollout",
                                 {"status": record.status.value, "example_id": record.example_id,
                                  "phase": record.phase, "request_seed": record.request_seed,
                                  "bundle_sha256": record.bundle_sha256, "attempts": record.attempts,
                                  "charged": record.charged, "usage": record.usage.model_dump(),
+                                 "final_output": None if record.final_output is None
+                                 else record.final_output.model_dump(mode="json"),
+                                 "budget_exhausted": record.budget_exhausted, "error": record.error,
                                  "evaluation_id": spec.evaluation_id, "position": spec.position},
                                 actor="engine:runner")
             store.op_status(conn, node_id, final_status, actor="engine:runner", reason=record.error, extra=extra)

@@ -238,6 +238,11 @@ class _Job:
         }
         body["selection_id"] = content_hash(body)[:32]
         sealed = write_sealed(path, body)
+        await self.store.mutate("phase.completed", "run", self.identity["cell_id"], actor="engine:job",
+                                new={"phase": "validation", "baseline_evaluation_id": base_eval.evaluation_id,
+                                     "candidate_evaluation_id": inc_eval.evaluation_id if inc_eval else None,
+                                     "baseline_mean": base_eval.mean,
+                                     "incumbent_mean": inc_eval.mean if inc_eval else None})
         await self.store.mutate("selection.sealed", "run", self.identity["cell_id"], actor="engine:selection",
                                 new={"selection_id": body["selection_id"],
                                      "selected_candidate": decision.selected_candidate,
@@ -271,6 +276,11 @@ class _Job:
             "failure_counts": counts, "search_budget_charged": 0,
         }
         write_sealed(self.out / "test.json", test_body)
+        await self.store.mutate("phase.completed", "run", self.identity["cell_id"], actor="engine:job",
+                                new={"phase": "test", "baseline_evaluation_id": base.evaluation_id,
+                                     "deployed_evaluation_id": dep.evaluation_id, "baseline_mean": base_mean,
+                                     "deployed_mean": dep_mean, "delta_pp": delta, "valid_for_aggregation": valid,
+                                     "failure_counts": counts, "example_ids": base.example_ids})
         ident = self.identity
         result = {
             "schema": "mas-promptbench-job-result/v1", "status": "completed", "protocol_id": PROTOCOL_ID,
