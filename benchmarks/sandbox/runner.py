@@ -1,0 +1,204 @@
+"""Run one model-written Python program in a fresh, limited, throw-away process.
+
+Each execution: a new temporary working directory (removed afterwards), a scrubbed environment, the
+interpreter in isolated mode (`-I`: no user site, no PYTHON* variables, no script directory on sys.path;
+`-B`: no bytecode files), the child bootstrap (`_bootstrap.py`) applying the rlimits and audit hooks, a new
+session so the parent can kill the whole process group at the wall deadline, and capped output capture.
+
+Limits are applied by the bootstrap inside the child (resource.setrlimit before any program code runs)
+rather than by `preexec_fn`: the async path runs this function in worker threads, and `preexec_fn` is not
+safe in a threaded parent. Dropping privileges uses subprocess's own `user=`/`group=` (done in C).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks.sandbox.isolation import Isolation, probe
+from benchmarks.sandbox.limits import SandboxLimits, SandboxResult
+
+_BOOTSTRAP = (Path(__file__).with_name("_bootstrap.py")).read_text(encoding="utf-8")
+_MEMORY_RE = re.compile(r"^(MemoryError|numpy\.core\._exceptions\._ArrayMemoryError|.*Unable to allocate)", re.M)
+_READ_CHUNK = 65536
+
+
+def scrubbed_env(workdir: str) -> dict[str, str]:
+    """The only environment the program sees: no API keys, tokens or inherited variables."""
+    return {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "HOME": workdir,
+        "TMPDIR": workdir,
+        "PYTHONHASHSEED": "0",
+        "PYTHONIOENCODING": "utf-8",
+        "OMP_NUM_THREADS": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+    }
+
+
+def _rlimits(limits: SandboxLimits) -> list[tuple[str, int, int]]:
+    cpu = max(1, int(limits.cpu_seconds + 0.999))
+    return [
+        ("RLIMIT_CPU", cpu, cpu + 1),
+        ("RLIMIT_AS", limits.memory_bytes, limits.memory_bytes),
+        ("RLIMIT_FSIZE", limits.file_size_bytes, limits.file_size_bytes),
+        ("RLIMIT_NPROC", limits.max_processes, limits.max_processes),
+        ("RLIMIT_NOFILE", limits.max_open_files, limits.max_open_files),
+        ("RLIMIT_CORE", 0, 0),
+    ]
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def run_python_sync(code: str, stdin: str = "", limits: SandboxLimits | None = None, *,
+                    isolation: Isolation | None = None) -> SandboxResult:
+    """Run `code` as __main__ with `stdin`; blocks until it exits or a limit stops it. Never raises for
+    anything the program does; raises OSError only when a process cannot be started at all."""
+    limits = limits or SandboxLimits()
+    iso = isolation or probe()
+    started = time.monotonic()
+    workdir = tempfile.mkdtemp(prefix="mpb-sandbox-")
+    status_r, status_w = os.pipe()
+    proc: subprocess.Popen[bytes] | None = None
+    try:
+        main = Path(workdir, "main.py")
+        main.write_text(code, encoding="utf-8")
+        if iso.uid is not None:
+            os.chown(workdir, iso.uid, iso.gid if iso.gid is not None else -1)
+            os.chown(main, iso.uid, iso.gid if iso.gid is not None else -1)
+        config = {
+            "rlimits": _rlimits(limits),
+            "status_fd": status_w,
+            "workdir": workdir,
+            "block_network": iso.network != "netns",
+            "block_processes": limits.block_processes,
+        }
+        argv = [*iso.prefix, sys.executable, "-I", "-B", "-X", "utf8"]
+        if not limits.site_packages:
+            argv.append("-S")
+        argv += ["-c", _BOOTSTRAP, json.dumps(config)]
+        with tempfile.TemporaryFile() as stdin_file:
+            stdin_file.write(stdin.encode("utf-8"))
+            stdin_file.seek(0)
+            proc = subprocess.Popen(
+                argv, stdin=stdin_file, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=workdir,
+                env=scrubbed_env(workdir), start_new_session=True, pass_fds=(status_w,), close_fds=True,
+                user=iso.uid, group=iso.gid, extra_groups=[] if iso.uid is not None else None,
+            )
+        os.close(status_w)
+        status_w = -1
+        return _collect(proc, status_r, limits, iso, started)
+    finally:
+        if proc is not None:
+            _kill_group(proc.pid)
+            if proc.poll() is None:
+                proc.wait()
+            for stream in (proc.stdout, proc.stderr):
+                if stream is not None:
+                    stream.close()
+        for fd in (status_r, status_w):
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _collect(proc: subprocess.Popen[bytes], status_r: int, limits: SandboxLimits, iso: Isolation,
+             started: float) -> SandboxResult:
+    assert proc.stdout is not None and proc.stderr is not None
+    deadline = started + limits.wall_seconds
+    buffers = {"stdout": bytearray(), "stderr": bytearray(), "status": bytearray()}
+    truncated = {"stdout": False, "stderr": False}
+    timed_out = over_output = False
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ, "stdout")
+    sel.register(proc.stderr, selectors.EVENT_READ, "stderr")
+    sel.register(status_r, selectors.EVENT_READ, "status")
+    try:
+        while sel.get_map():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                timed_out = True
+                _kill_group(proc.pid)
+                break
+            for key, _ in sel.select(timeout=remaining):
+                name = key.data
+                chunk = os.read(key.fd, _READ_CHUNK)
+                if not chunk:
+                    sel.unregister(key.fileobj)
+                    if name == "status":
+                        # The program itself has exited: anything still holding the pipes is a stray.
+                        _kill_group(proc.pid)
+                    continue
+                buf = buffers[name]
+                if name != "status" and len(buf) + len(chunk) > limits.output_bytes:
+                    buf += chunk[: limits.output_bytes - len(buf)]
+                    truncated[name] = True
+                    if not over_output:
+                        over_output = True
+                        _kill_group(proc.pid)
+                else:
+                    buf += chunk
+    finally:
+        sel.close()
+    try:
+        proc.wait(timeout=max(0.5, deadline - time.monotonic() + 1.0))
+    except subprocess.TimeoutExpired:
+        _kill_group(proc.pid)
+        proc.wait()
+    wall = time.monotonic() - started
+
+    exit_code: int | None = None
+    sig: int | None = None
+    status = _parse_status(bytes(buffers["status"]))
+    if status is not None:
+        if os.WIFSIGNALED(status):
+            sig = os.WTERMSIG(status)
+        elif os.WIFEXITED(status):
+            exit_code = os.WEXITSTATUS(status)
+    elif proc.returncode is not None and proc.returncode < 0:
+        sig = -proc.returncode
+    else:
+        exit_code = proc.returncode
+    stdout = bytes(buffers["stdout"]).decode("utf-8", errors="replace")
+    stderr = bytes(buffers["stderr"]).decode("utf-8", errors="replace")
+    timeout_kind = "wall" if timed_out else None
+    if not timed_out and sig == signal.SIGXCPU:  # only RLIMIT_CPU sends SIGXCPU
+        timed_out, timeout_kind = True, "cpu"
+    memory = bool(_MEMORY_RE.search(stderr)) and not timed_out
+    return SandboxResult(
+        exit_code=exit_code, signal=sig, timed_out=timed_out, memory_exceeded=memory,
+        output_limit_exceeded=over_output, stdout=stdout, stderr=stderr,
+        stdout_truncated=truncated["stdout"], stderr_truncated=truncated["stderr"], wall_seconds=wall,
+        timeout_kind=timeout_kind, isolation=iso.as_dict(),
+    )
+
+
+def _parse_status(raw: bytes) -> int | None:
+    if not raw:
+        return None
+    try:
+        value = json.loads(raw.decode("utf-8"))["wait_status"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return value if isinstance(value, int) else None
+

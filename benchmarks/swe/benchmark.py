@@ -1,0 +1,113 @@
+"""SWE-bench Verified as a core.benchmark.Benchmark (protocol metric: structural diff check)."""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+from typing import Any, Sequence
+
+from core.benchmark import FailureMode, SimReply, Splits
+from core.models import AgentOutput, Row, Score
+
+from benchmarks.splits import load_splits
+from benchmarks.swe import harness, loader
+from benchmarks.swe.patch import check_patch, extract_patch, normalize_patch
+
+PACKAGE_DIR = Path(__file__).parent
+
+CONTRACT_V1 = ("PROTECTED FINAL OUTPUT CONTRACT: end your final answer with exactly one fenced ```diff block holding "
+               "a unified diff of the repository (--- a/<path>, +++ b/<path>, @@ hunks). Nothing after the block.")
+CONTRACT_V2 = ("PROTECTED FINAL OUTPUT CONTRACT (v2): your final message must end with exactly one fenced code block "
+               "labelled diff (```diff ... ```) containing a unified diff against the base commit: for every changed "
+               "file a '--- a/<path>' and '+++ b/<path>' header, then '@@ -start,count +start,count @@' hunks with "
+               "context lines and the '+'/'-' changed lines. Paths are relative to the repository root. Do not "
+               "include test changes, prose or several diff blocks; write nothing after the closing fence. Patch "
+               "first: if you explain, keep it short and before the block.")
+
+FAILURE_MODES = (
+    FailureMode("no_diff_block", r"No fenced diff block",
+                "Always end with exactly one fenced ```diff block containing the unified diff.", 0.25),
+    FailureMode("missing_header", r"Diff has no file header",
+                "Start every file in the diff with '--- a/<path>' and '+++ b/<path>' header lines.", 0.2),
+    FailureMode("no_hunk", r"Diff has no hunk header",
+                "Give every change an '@@ -start,count +start,count @@' hunk header.", 0.15),
+    FailureMode("no_changes", r"Diff changes no lines",
+                "Make sure the diff contains the actual '+'/'-' changed lines, not only context.", 0.15),
+)
+
+
+class SWEBenchmark:
+    name = "swe"
+    answer_format = "one fenced ```diff block with a unified diff"
+    failure_modes: tuple[FailureMode, ...] = FAILURE_MODES
+
+    def splits(self) -> Splits:
+        return load_splits("swe", PACKAGE_DIR)
+
+    def load_rows(self, ids: Sequence[str], data_dir: str | os.PathLike[str] | None = None) -> list[Row]:
+        return loader.load_rows(ids, data_dir)
+
+    def render_task(self, row: Row) -> str:
+        t = row.task
+        hints = t.get("hints_text", "").strip()
+        parts = [f"Repository: {t['repo']}", f"Base commit: {t['base_commit']}", "", "Issue:",
+                 t["problem_statement"].strip()]
+        if hints:
+            parts += ["", "Hints:", hints]
+        parts += ["", "Write a patch that resolves the issue, as a unified diff against the base commit."]
+        return "\n".join(parts) + "\n"
+
+    def native_tools(self, row: Row) -> list[dict[str, Any]]:
+        return []
+
+    def contract(self, version: int = 1) -> str:
+        if version == 1:
+            return CONTRACT_V1
+        if version == 2:
+            return CONTRACT_V2
+        raise ValueError(f"unknown contract version {version}")
+
+    def score(self, row: Row, output: AgentOutput) -> Score:
+        result = check_patch(output.text)
+        return Score(value=1.0 if result.ok else 0.0, feedback=result.feedback,
+                     malformed=result.problem == "no_diff_block",
+                     metadata={"kind": result.problem or "pass", "files": result.files, "added": result.added,
+                               "removed": result.removed, "rule": "structural"})
+
+    async def score_async(self, row: Row, output: AgentOutput) -> Score:
+        return self.score(row, output)
+
+    def score_runner(self, row: Row, output: AgentOutput) -> Score:
+        """Full SWE-bench rule in the instance image; HarnessUnavailable without Docker/swebench."""
+        harness.require_harness()
+        patch = extract_patch(output.text)
+        if patch is None:
+            return self.score(row, output)
+        return harness.run_harness(row, patch)
+
+    def vote_key(self, row: Row, output: AgentOutput) -> str | None:
+        return normalize_patch(extract_patch(output.text))
+
+    def simulate(self, row: Row, mode: str | None, rng: random.Random) -> SimReply:
+        intro = rng.choice(["Here is the fix.", "The patch below resolves the issue.", "Proposed change:"])
+        patch = row.gold["patch"].rstrip("\n")
+        if mode is None:
+            return SimReply(f"{intro}\n\n```diff\n{patch}\n```\n")
+        if mode == "no_diff_block":
+            return SimReply(f"{intro} I would change the faulty condition in the module so the issue goes away.")
+        if mode == "missing_header":
+            body = "\n".join(line for line in patch.splitlines()
+                             if not line.startswith(("--- ", "+++ ", "diff --git", "index ")))
+            return SimReply(f"{intro}\n\n```diff\n{body}\n```\n")
+        if mode == "no_hunk":
+            body = "\n".join(line for line in patch.splitlines() if not line.startswith("@@"))
+            return SimReply(f"{intro}\n\n```diff\n{body}\n```\n")
+        if mode == "no_changes":
+            body = "\n".join(line for line in patch.splitlines()
+                             if line.startswith(("--- ", "+++ ", "@@", " ", "diff --git")))
+            return SimReply(f"{intro}\n\n```diff\n{body}\n```\n")
+        raise ValueError(f"unknown failure mode {mode!r} for swe")
+
+
+BENCHMARK = SWEBenchmark()
