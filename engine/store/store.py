@@ -19,7 +19,7 @@ import sqlite_utils
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from core.blobs import externalize, resolve
+from core.blobs import INLINE_CAP_BYTES, externalize, resolve
 from core.canonical import canonical_json
 from engine.store.schema import create_schema
 
@@ -54,6 +54,7 @@ class Store:
         self._send: MemoryObjectSendStream[_Pending] | None = None
         self._tg: TaskGroup | None = None
         self.generation = self._bump_generation()
+        self._mutation_seq = self._next_mutation_seq()
         self.writes = 0
 
     # ----------------------------------------------------------------- lifecycle
@@ -62,6 +63,9 @@ class Store:
         gen = int(row[0]) + 1 if row else 0
         self._wconn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('generation', ?)", (str(gen),))
         return gen
+
+    def _next_mutation_seq(self) -> int:
+        return self._wconn.execute("SELECT COALESCE(MAX(sequence), -1) + 1 FROM mutations").fetchone()[0]
 
     async def __aenter__(self) -> "Store":
         send, recv = anyio.create_memory_object_stream[_Pending](max_buffer_size=float("inf"))
@@ -93,7 +97,9 @@ class Store:
                         batch.append(recv.receive_nowait())
                     except (anyio.WouldBlock, anyio.EndOfStream):
                         break
-                self._run_batch(batch)
+                # SQLite releases the GIL while it executes: running the batch on a worker thread lets the event
+                # loop keep serving model calls meanwhile. Producers are woken on the loop afterwards.
+                await anyio.to_thread.run_sync(self._run_batch, batch)
                 for item in batch:
                     item.done.set()
 
@@ -108,6 +114,7 @@ class Store:
             except Exception as exc:  # handed back to the producer, which re-raises it
                 conn.execute("ROLLBACK TO op")
                 conn.execute("RELEASE op")
+                self._mutation_seq = self._next_mutation_seq()
                 item.error = exc
         conn.execute("COMMIT")
         self.writes += len(batch)
@@ -128,6 +135,10 @@ class Store:
         if value is None:
             return None
 
+        text = canonical_json(value)
+        if len(text) * 4 <= INLINE_CAP_BYTES or len(text.encode("utf-8")) <= INLINE_CAP_BYTES:
+            return text  # the common case: one serialization, nothing to externalize
+
         def put(digest: str, data: bytes) -> None:
             conn.execute("INSERT OR IGNORE INTO blobs(sha256, bytes, media_type, encoding, content) "
                          "VALUES (?, ?, 'application/json', 'json', ?)", (digest, len(data), data))
@@ -135,15 +146,17 @@ class Store:
         return canonical_json(externalize(value, put))
 
     def _mutation(self, conn: sqlite3.Connection, mutation_type: str, target_type: str, target_id: str,
-                  actor: str, old: Any, new: Any, reason: str | None) -> int:
-        seq = conn.execute("SELECT COALESCE(MAX(sequence), -1) + 1 FROM mutations").fetchone()[0]
+                  actor: str, old: Any, new: Any, reason: str | None, at: str | None = None) -> int:
+        # `at`: the timestamp of the row change this mutation records, so a replay reproduces created_at/updated_at
+        seq = self._mutation_seq  # one writer: the next sequence lives in memory (reloaded after a rollback)
+        self._mutation_seq += 1
         old_v = None if old is None else {"mutation_type": mutation_type, **old}
         new_v = None if new is None else {"mutation_type": mutation_type, **new}
         conn.execute(
             "INSERT INTO mutations(sequence, run_id, mutation_type, target_type, target_id, actor, old_value,"
             " new_value, reason, created_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
             (seq, self.run_id, mutation_type, target_type, target_id, actor, self._json(conn, old_v),
-             self._json(conn, new_v), reason, utc_now()),
+             self._json(conn, new_v), reason, at or utc_now()),
         )
         return seq
 
@@ -175,7 +188,7 @@ class Store:
         )
         self._mutation(conn, "node.added", "node", node_id, actor, None,
                        {"parent_id": parent_id, "instance_key": instance_key, "task_key": task_key,
-                        "status": status, "assigned_worker_key": worker_key, "level": level}, reason)
+                        "status": status, "assigned_worker_key": worker_key, "level": level}, reason, now)
         return True
 
     def op_status(self, conn: sqlite3.Connection, node_id: str, status: str, *, actor: str,
@@ -183,9 +196,10 @@ class Store:
         row = conn.execute("SELECT status FROM nodes WHERE node_id=?", (node_id,)).fetchone()
         if row is None:
             raise KeyError(f"unknown node {node_id}")
-        conn.execute("UPDATE nodes SET status=?, updated_at=? WHERE node_id=?", (status, utc_now(), node_id))
+        now = utc_now()
+        conn.execute("UPDATE nodes SET status=?, updated_at=? WHERE node_id=?", (status, now, node_id))
         self._mutation(conn, "node.status_changed", "node", node_id, actor, {"status": row[0]},
-                       {"status": status, **(extra or {})}, reason)
+                       {"status": status, **(extra or {})}, reason, now)
 
     def op_edge(self, conn: sqlite3.Connection, source: str, target: str, *, actor: str,
                 status: str = "satisfied") -> bool:
@@ -196,7 +210,7 @@ class Store:
         conn.execute("INSERT INTO edges(source_node_id, target_node_id, run_id, status, created_at, updated_at)"
                      " VALUES (?,?,?,?,?,?)", (source, target, self.run_id, status, now, now))
         self._mutation(conn, "edge.added", "edge", f"{source}->{target}", actor, None,
-                       {"source_node_id": source, "target_node_id": target, "status": status}, None)
+                       {"source_node_id": source, "target_node_id": target, "status": status}, None, now)
         return True
 
     def op_annotation(self, conn: sqlite3.Connection, target_type: str, target_id: str, namespace: str,
@@ -204,11 +218,12 @@ class Store:
         seq = conn.execute(
             "SELECT COALESCE(MAX(sequence), -1) + 1 FROM annotations WHERE target_type=? AND target_id=?"
             " AND namespace=?", (target_type, target_id, namespace)).fetchone()[0]
+        now = utc_now()
         conn.execute("INSERT INTO annotations(target_type, target_id, namespace, sequence, payload, created_at,"
                      " run_id) VALUES (?,?,?,?,?,?,?)",
-                     (target_type, target_id, namespace, seq, self._json(conn, payload), utc_now(), self.run_id))
+                     (target_type, target_id, namespace, seq, self._json(conn, payload), now, self.run_id))
         self._mutation(conn, "annotation.set", target_type, target_id, actor, None,
-                       {"namespace": namespace, "sequence": seq, "payload": payload}, None)
+                       {"namespace": namespace, "sequence": seq, "payload": payload}, None, now)
         return seq
 
     def op_rollout(self, conn: sqlite3.Connection, *, rollout_key: str, node_id: str, evaluation_id: str | None,

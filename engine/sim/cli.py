@@ -1,0 +1,119 @@
+"""`python -m engine serve-sim`: run the labelled simulated endpoint until SIGINT/SIGTERM.
+
+Prints a banner to stderr and the base URL (http://HOST:PORT/v1) to stdout, then serves. Exit codes: 0 after a
+signal, 2 for bad flags or unusable task data (one-line error on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+from typing import NoReturn, Sequence
+
+from core.errors import EngineError
+from engine.sim import build
+from engine.sim.faults import FAULT_KINDS, FaultPlan, parse_fault_spec
+from engine.sim.policy import DEFAULT_REFLECTION_MODEL
+from engine.sim.server import SimServer
+
+BANNER = "SIMULATED ENDPOINT — responses come from a scripted policy, scores are not model scores"
+PROG = "python -m engine serve-sim"
+
+
+class _UsageExit(Exception):
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # one line, exit 2 (raised to main, which returns 2)
+        raise _UsageExit(message)
+
+
+def make_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog=PROG,
+        description="Serve the labelled simulated OpenAI-compatible endpoint (scripted, seed-deterministic). "
+                    "Its scores are not model scores.",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8000, help="port (default 8000; 0 = any free port)")
+    parser.add_argument("--tasks", default="bfcl", help="comma-separated benchmark names (default bfcl)")
+    parser.add_argument("--data-dir", default=None, help="directory holding the benchmark data files")
+    parser.add_argument("--delay-ms", type=float, default=0.0, help="fixed delay before every response")
+    parser.add_argument("--fault", action="append", default=[], metavar="KIND=RATE",
+                        help=f"inject a fault kind at a rate in [0,1] (repeatable); kinds: {', '.join(FAULT_KINDS)}")
+    parser.add_argument("--fault-seed", type=int, default=0, help="seed of the fault draws (default 0)")
+    parser.add_argument("--retry-after", type=float, default=0.0,
+                        help="Retry-After seconds sent with http_429 (default 0)")
+    parser.add_argument("--slow-seconds", type=float, default=30.0,
+                        help="how long a 'slow' fault holds the response (default 30)")
+    parser.add_argument("--log", default=None, metavar="FILE", help="append the request log to FILE as JSON lines")
+    parser.add_argument("--reflection-model", default=DEFAULT_REFLECTION_MODEL,
+                        help=f"model id answered as the reflection model (default {DEFAULT_REFLECTION_MODEL})")
+    return parser
+
+
+def _usage_error(message: str) -> int:
+    print(f"serve-sim: error: {message}", file=sys.stderr)
+    return 2
+
+
+def main(argv: Sequence[str]) -> int:
+    parser = make_parser()
+    try:
+        args = parser.parse_args(list(argv))
+    except _UsageExit as exc:
+        return _usage_error(str(exc))
+    except SystemExit as exc:  # --help prints and exits 0
+        return exc.code if isinstance(exc.code, int) else 0
+    if not 0 <= args.port <= 65535:
+        return _usage_error(f"--port must be in 0..65535, got {args.port}")
+    if args.delay_ms < 0 or args.retry_after < 0 or args.slow_seconds < 0:
+        return _usage_error("--delay-ms, --retry-after and --slow-seconds must be >= 0")
+    try:
+        rates: dict[str, float] = {}
+        for spec in args.fault:
+            kind, rate = parse_fault_spec(spec)
+            rates[kind] = rate
+        plan = FaultPlan(rates=rates, seed=args.fault_seed, retry_after_s=args.retry_after,
+                         slow_s=args.slow_seconds)
+    except ValueError as exc:
+        return _usage_error(str(exc))
+    tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
+    try:
+        policy = build.build_policy(tasks, args.data_dir, args.reflection_model)
+    except (EngineError, ImportError) as exc:
+        return _usage_error(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+    server = SimServer(policy, faults=plan, delay_s=args.delay_ms / 1000.0, host=args.host, port=args.port,
+                       log_path=args.log)
+    print(BANNER, file=sys.stderr, flush=True)
+    try:
+        asyncio.run(_serve(server))
+    except OSError as exc:  # e.g. address in use
+        return _usage_error(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}")
+    return 0
+
+
+async def _serve(server: SimServer) -> None:
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await server.start_async()
+        try:
+            print(server.base_url, flush=True)
+            print(f"serving {server.policy.row_count} rows; Ctrl-C to stop", file=sys.stderr, flush=True)
+            await stop.wait()
+        finally:
+            await server.stop_async()
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

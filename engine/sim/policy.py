@@ -1,0 +1,314 @@
+"""The scripted, seed-deterministic model behind the labelled simulated endpoint.
+
+A `Policy` is built from a mapping dataset-name -> (Benchmark, rows with gold). It indexes every row by
+`benchmark.render_task(row)` and answers an OpenAI chat-completions request body as follows, first rule first:
+
+1. **Reflection** (request `model` == the reflection model id, default "simulated-reflection"): take the text
+   between `<current_instruction>` and `</current_instruction>` (if absent, the first ``` fenced block) in the
+   messages; for every failure mode of every loaded benchmark whose `feedback_pattern` regex matches anywhere in
+   the request's messages, append its `remedy` sentence on a new line (once, and not if the instruction already
+   contains it, case-insensitive); reply with the result in a ``` fenced block.
+2. **After a tool result** (last message has role "tool"): reply "Done." with no tool calls.
+3. **No matching task**: reply "SIMULATED: no matching task" (HTTP 200). A row matches when its rendered task
+   equals a user message's content (exact lookup), else when it is contained in a user message (multi-agent stage
+   prompts that embed the task; the longest contained task wins).
+4. **Non-answering role** (the system prompt lacks "PROTECTED FINAL OUTPUT CONTRACT"): a short deterministic
+   analysis note naming the row id, no tool calls.
+5. **Answering role** — the documented accuracy function. With `seed` the request's integer seed (0 if absent)
+   and `S` the concatenated system messages, for each failure mode m in `benchmark.failure_modes` order:
+
+       u_m = int(sha256(f"{row.id}|{seed}|{m.name}")[:8 bytes], big-endian) / 2**64          # in [0, 1)
+       m is *exhibited* iff  m.remedy.lower() not in S.lower()  and  u_m < m.rate
+
+   The reply exhibits the FIRST exhibited mode (None when no mode is exhibited: a correct answer):
+
+       reply = benchmark.simulate(row, mode, random.Random(int(sha256(f"{row.id}|{seed}")[:8 bytes])))
+
+   Hence P(correct) = prod over unremedied modes of (1 - m.rate), and adding a remedy never turns a correct
+   (row, seed) into a wrong one. `Policy.expected_mode(row, system_prompt, seed)` computes the mode exactly.
+
+Replies carry the simulated tool calls only when the request offers tools (`tools` non-empty and `tool_choice`
+not "none"); otherwise only the text content is sent ("" when the simulated reply had no text).
+Everything is a pure function of (request body, seed): the same request always gets the same response body.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
+
+from core.benchmark import Benchmark, FailureMode, SimReply
+from core.canonical import canonical_json, sha256_hex
+from core.models import Row
+from engine.sim.faults import request_key
+
+CONTRACT_MARKER = "PROTECTED FINAL OUTPUT CONTRACT"
+DEFAULT_REFLECTION_MODEL = "simulated-reflection"
+DEFAULT_TASK_MODEL = "simulated-task"
+NO_MATCH_TEXT = "SIMULATED: no matching task"
+TOOL_FOLLOWUP_TEXT = "Done."
+SIMULATED_NOTE = "simulated endpoint: scores are not model scores"
+SYSTEM_FINGERPRINT = "mpb-simulated-endpoint"
+CREATED = 1_700_000_000  # constant so bodies are byte-identical across runs
+
+_INSTRUCTION_RE = re.compile(r"<current_instruction>(.*?)</current_instruction>", re.DOTALL)
+_FENCE_RE = re.compile(r"```[^\n`]*\n(.*?)```", re.DOTALL)
+
+
+def _int_from_sha256(text: str) -> int:
+    return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "big")
+
+
+def mode_draw(row_id: str, seed: int, mode_name: str) -> float:
+    """u_m of the accuracy function: uniform in [0, 1) from sha256 of (row id, seed, mode name)."""
+    return _int_from_sha256(f"{row_id}|{seed}|{mode_name}") / 2.0**64
+
+
+def reply_rng(row_id: str, seed: int) -> random.Random:
+    """The RNG handed to `benchmark.simulate` for (row, seed)."""
+    return random.Random(_int_from_sha256(f"{row_id}|{seed}"))
+
+
+def message_text(message: Mapping[str, Any]) -> str:
+    """The text of a message: a string content, or the joined text parts of a list content."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if isinstance(part, Mapping) and isinstance(part.get("text"), str):
+                parts.append(part["text"])
+            elif isinstance(part, str):
+                parts.append(part)
+        return "\n".join(parts)
+    return ""
+
+
+def _all_text(messages: Sequence[Mapping[str, Any]]) -> str:
+    chunks = []
+    for message in messages:
+        chunks.append(message_text(message))
+        for call in message.get("tool_calls") or ():
+            if isinstance(call, Mapping):
+                fn = call.get("function")
+                if isinstance(fn, Mapping):
+                    chunks.append(str(fn.get("name", "")))
+                    chunks.append(str(fn.get("arguments", "")))
+    return "\n".join(chunks)
+
+
+def system_prompt_of(messages: Sequence[Mapping[str, Any]]) -> str:
+    return "\n".join(message_text(m) for m in messages if m.get("role") in ("system", "developer"))
+
+
+def offers_tools(body: Mapping[str, Any]) -> bool:
+    """True when the request offers tools the reply may call (`tools` non-empty, `tool_choice` not "none")."""
+    return bool(body.get("tools")) and body.get("tool_choice") != "none"
+
+
+def request_seed_of(body: Mapping[str, Any]) -> int:
+    seed = body.get("seed")
+    if isinstance(seed, bool) or not isinstance(seed, (int, float)):
+        return 0
+    return int(seed)
+
+
+@dataclass(frozen=True)
+class Match:
+    benchmark: Benchmark
+    row: Row
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the policy decided for one request (before it is rendered as a chat.completion body)."""
+
+    kind: str  # "reflection" | "tool_followup" | "no_match" | "analysis" | "answer"
+    reply: SimReply
+    row_id: str | None = None
+    mode: str | None = None
+
+
+class Policy:
+    """Seed-deterministic scripted model over labelled benchmark rows."""
+
+    def __init__(
+        self,
+        datasets: Mapping[str, tuple[Benchmark, Sequence[Row]]],
+        reflection_model: str = DEFAULT_REFLECTION_MODEL,
+        model_ids: Sequence[str] = (DEFAULT_TASK_MODEL,),
+    ) -> None:
+        self.reflection_model = reflection_model
+        self.model_ids = tuple(dict.fromkeys([*model_ids, reflection_model]))
+        self._benchmarks: dict[str, Benchmark] = {}
+        self._by_text: dict[str, Match] = {}
+        self._by_id: dict[tuple[str, str], Match] = {}
+        for name, (benchmark, rows) in datasets.items():
+            self._benchmarks[name] = benchmark
+            for row in rows:
+                match = Match(benchmark, row)
+                self._by_text.setdefault(benchmark.render_task(row), match)
+                self._by_id[(name, row.id)] = match
+                self._by_id.setdefault((row.dataset, row.id), match)
+        # Longest first, so the most specific task wins the substring search.
+        self._texts_longest_first = sorted(self._by_text, key=len, reverse=True)
+        self._substring_cache: dict[str, Match | None] = {}
+        seen: dict[str, FailureMode] = {}
+        for benchmark in self._benchmarks.values():
+            for mode in benchmark.failure_modes:
+                seen.setdefault(f"{mode.name}\x00{mode.remedy}", mode)
+        self._all_modes = tuple(seen.values())
+        self._mode_patterns = tuple((m, re.compile(m.feedback_pattern)) for m in self._all_modes)
+
+    # ------------------------------------------------------------------ lookup
+
+    @property
+    def benchmarks(self) -> Mapping[str, Benchmark]:
+        return dict(self._benchmarks)
+
+    @property
+    def row_count(self) -> int:
+        return len(self._by_id)
+
+    def is_reflection(self, body: Mapping[str, Any]) -> bool:
+        return body.get("model") == self.reflection_model
+
+    def lookup(self, messages: Sequence[Mapping[str, Any]]) -> Match | None:
+        """The row a request is about: exact user-message match first, then substring containment."""
+        user_texts = [message_text(m) for m in messages if m.get("role") == "user"]
+        for text in user_texts:
+            found = self._by_text.get(text)
+            if found is not None:
+                return found
+        for text in user_texts:
+            found = self._contained(text)
+            if found is not None:
+                return found
+        return None
+
+    def _contained(self, text: str) -> Match | None:
+        if text in self._substring_cache:
+            return self._substring_cache[text]
+        found = None
+        for task_text in self._texts_longest_first:
+            if task_text and task_text in text:
+                found = self._by_text[task_text]
+                break
+        if len(self._substring_cache) > 4096:
+            self._substring_cache.clear()
+        self._substring_cache[text] = found
+        return found
+
+    def _benchmark_for(self, row: Row) -> Benchmark:
+        match = self._by_id.get((row.dataset, row.id))
+        if match is not None:
+            return match.benchmark
+        if row.dataset in self._benchmarks:
+            return self._benchmarks[row.dataset]
+        raise KeyError(f"row {row.id!r} of dataset {row.dataset!r} is not loaded in this policy")
+
+    # ------------------------------------------------------------------ accuracy function
+
+    def expected_mode(self, row: Row, system_prompt: str, seed: int) -> str | None:
+        """The failure mode the answering reply for (row, system prompt, seed) exhibits; None = correct."""
+        benchmark = self._benchmark_for(row)
+        lowered = system_prompt.lower()
+        for mode in benchmark.failure_modes:
+            if mode.remedy.lower() in lowered:
+                continue
+            if mode_draw(row.id, seed, mode.name) < mode.rate:
+                return mode.name
+        return None
+
+    # ------------------------------------------------------------------ decisions
+
+    def decide(self, body: Mapping[str, Any], match: Match | None | bool = False) -> Decision:
+        """Decide the reply for a request body. Pass `match` when already looked up (None = no row)."""
+        messages = body.get("messages") or []
+        if self.is_reflection(body):
+            return Decision("reflection", SimReply(content=self.reflect(messages)))
+        if messages and messages[-1].get("role") == "tool":
+            found = self.lookup(messages) if match is False else match
+            row_id = found.row.id if isinstance(found, Match) else None
+            return Decision("tool_followup", SimReply(content=TOOL_FOLLOWUP_TEXT), row_id=row_id)
+        found = self.lookup(messages) if match is False else match
+        if not isinstance(found, Match):
+            return Decision("no_match", SimReply(content=NO_MATCH_TEXT))
+        row = found.row
+        system_prompt = system_prompt_of(messages)
+        if CONTRACT_MARKER not in system_prompt:
+            note = (f"Analysis note (simulated) for task {row.id}: the task was read; key facts and constraints "
+                    "are passed on to the answering agent.")
+            return Decision("analysis", SimReply(content=note), row_id=row.id)
+        seed = request_seed_of(body)
+        mode = self.expected_mode(row, system_prompt, seed)
+        reply = found.benchmark.simulate(row, mode, reply_rng(row.id, seed))
+        return Decision("answer", reply, row_id=row.id, mode=mode)
+
+    def reflect(self, messages: Sequence[Mapping[str, Any]]) -> str:
+        """The simulated reflection model: current instruction + remedies of the modes the feedback names."""
+        text = _all_text(messages)
+        found = _INSTRUCTION_RE.search(text) or _FENCE_RE.search(text)
+        instruction = found.group(1).strip("\n") if found else ""
+        for mode, pattern in self._mode_patterns:
+            if pattern.search(text) and mode.remedy.lower() not in instruction.lower():
+                instruction = f"{instruction.rstrip()}\n{mode.remedy}" if instruction.strip() else mode.remedy
+        return f"```\n{instruction}\n```"
+
+    # ------------------------------------------------------------------ rendering
+
+    def respond(self, body: Mapping[str, Any], match: Match | None | bool = False) -> dict[str, Any]:
+        """The full chat.completion JSON body for a request."""
+        return self.render(body, self.decide(body, match))
+
+    def render(self, body: Mapping[str, Any], decision: Decision, key: str | None = None) -> dict[str, Any]:
+        """Render a decision as a chat.completion body. `key` = the request's logical key if already known."""
+        messages = body.get("messages") or []
+        requested_model = str(body.get("model") or "")
+        ident = key if key is not None else request_key(body)
+        reply = decision.reply
+        tool_calls = reply.tool_calls if offers_tools(body) else ()
+        content = reply.content if (reply.content is not None or tool_calls) else ""
+        message: dict[str, Any] = {"role": "assistant", "content": content}
+        completion_text = content or ""
+        if tool_calls:
+            calls = []
+            for i, call in enumerate(tool_calls):
+                arguments = call.get("arguments", {})
+                if not isinstance(arguments, str):
+                    arguments = canonical_json(arguments)
+                calls.append({"id": f"call_{sha256_hex(f'{ident}|{i}')[:24]}", "type": "function",
+                              "function": {"name": str(call.get("name", "")), "arguments": arguments}})
+                completion_text += str(call.get("name", "")) + arguments
+            message["tool_calls"] = calls
+        prompt_tokens = len(_all_text(messages)) // 4
+        completion_tokens = max(1, len(completion_text) // 4)
+        return {
+            "id": f"chatcmpl-sim-{ident[:24]}",
+            "object": "chat.completion",
+            "created": CREATED,
+            "model": f"simulated/{requested_model}",
+            "system_fingerprint": SYSTEM_FINGERPRINT,
+            "choices": [{"index": 0, "message": message, "logprobs": None,
+                         "finish_reason": "tool_calls" if tool_calls else "stop"}],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                      "total_tokens": prompt_tokens + completion_tokens},
+            "simulated": True,
+            "simulated_note": SIMULATED_NOTE,
+        }
+
+    def models_body(self) -> dict[str, Any]:
+        return {
+            "object": "list",
+            "data": [{"id": mid, "object": "model", "created": CREATED, "owned_by": "mpb-simulated-endpoint"}
+                     for mid in self.model_ids],
+            "simulated": True,
+            "simulated_note": SIMULATED_NOTE,
+        }
+
+    def failure_modes(self) -> Iterable[FailureMode]:
+        return self._all_modes

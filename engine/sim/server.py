@@ -1,0 +1,315 @@
+"""The labelled simulated endpoint: an aiohttp OpenAI-compatible HTTP server on 127.0.0.1.
+
+Routes: POST /v1/chat/completions (answered by a `Policy`, faults from a `FaultPlan`), GET /v1/models; anything
+else is a 404 JSON error. Every response carries the header `X-Simulated-Endpoint: true`; every JSON body the
+fields `"simulated": true` and `"simulated_note"`.
+
+Use it in a thread (`start()` / `stop()` or `with SimServer(...) as server:`) or inside a running loop
+(`await start_async()` / `await stop_async()`). The listen backlog is large (4096 by default) so that dozens of
+clients connecting at once are not dropped by the kernel (see reference/performance-notes.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import struct
+import threading
+from collections import Counter
+from typing import Any
+
+from aiohttp import web
+
+from engine.sim.faults import NO_FAULTS, FaultPlan, RequestFacts, request_key
+from engine.sim.policy import SIMULATED_NOTE, Policy, request_seed_of
+from engine.sim.requestlog import RequestLog
+
+SIM_HEADERS = {"X-Simulated-Endpoint": "true"}
+DEFAULT_BACKLOG = 4096
+MAX_BODY_BYTES = 64 * 1024 * 1024
+
+
+def _error_body(message: str, type_: str, code: int, param: str | None = None) -> dict[str, Any]:
+    return {"error": {"message": message, "type": type_, "param": param, "code": code},
+            "simulated": True, "simulated_note": SIMULATED_NOTE}
+
+
+def _json_response(body: dict[str, Any], status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+    return web.Response(text=json.dumps(body, ensure_ascii=False), status=status, content_type="application/json",
+                        headers={**SIM_HEADERS, **(headers or {})})
+
+
+class SimServer:
+    """A real HTTP server speaking the OpenAI chat-completions protocol, scripted by `policy`."""
+
+    def __init__(
+        self,
+        policy: Policy,
+        faults: FaultPlan | None = None,
+        delay_s: float = 0.0,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        log_path: str | None = None,
+        backlog: int = DEFAULT_BACKLOG,
+    ) -> None:
+        if backlog < 1024:
+            raise ValueError("backlog must be >= 1024")
+        self.policy = policy
+        self.faults = faults or NO_FAULTS
+        self.delay_s = float(delay_s)
+        self.host = host
+        self.port = port
+        self.backlog = backlog
+        self._log = RequestLog(log_path)
+        self._runner: web.AppRunner | None = None
+        self._stopping: asyncio.Event | None = None
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread_error: BaseException | None = None
+
+    # ------------------------------------------------------------------ addresses and log
+
+    @property
+    def base_url(self) -> str:
+        if self._runner is None:
+            raise RuntimeError("the simulated endpoint is not running")
+        return f"http://{self.host}:{self.port}/v1"
+
+    @property
+    def log(self) -> list[dict[str, Any]]:
+        """A copy of the request log, in arrival order."""
+        return self._log.entries()
+
+    def keys_served_ok(self) -> list[str]:
+        """Logical keys of requests answered normally (HTTP 200, no fault), in arrival order."""
+        return [e["key"] for e in self._log.entries() if e.get("status") == 200 and e.get("fault") is None]
+
+    def status_counts(self) -> Counter[Any]:
+        return Counter(e.get("status") for e in self._log.entries())
+
+    def fault_counts(self) -> Counter[str]:
+        return Counter(e["fault"] for e in self._log.entries() if e.get("fault"))
+
+    def entries_for_row(self, row_id: str) -> list[dict[str, Any]]:
+        return [e for e in self._log.entries() if e.get("row_id") == row_id]
+
+    # ------------------------------------------------------------------ lifecycle (inside a loop)
+
+    async def start_async(self) -> None:
+        if self._runner is not None:
+            raise RuntimeError("already started")
+        self._stopping = asyncio.Event()
+        app = web.Application(client_max_size=MAX_BODY_BYTES)
+        app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_get("/v1/models", self._models)
+        app.router.add_route("*", "/{tail:.*}", self._not_found)
+        runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=1.0)
+        await runner.setup()
+        site = web.TCPSite(runner, self.host, self.port, backlog=self.backlog, reuse_address=True)
+        try:
+            await site.start()
+        except BaseException:
+            await runner.cleanup()
+            raise
+        self._runner = runner
+        self.port = int(runner.addresses[0][1])
+
+    async def stop_async(self) -> None:
+        if self._stopping is not None:
+            self._stopping.set()
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            await runner.cleanup()
+        self._log.close()
+
+    async def __aenter__(self) -> "SimServer":
+        await self.start_async()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop_async()
+
+    # ------------------------------------------------------------------ lifecycle (background thread)
+
+    def start(self) -> "SimServer":
+        """Run the server on a background thread with its own event loop; return once it is listening."""
+        if self._thread is not None:
+            raise RuntimeError("already started")
+        ready = threading.Event()
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+
+        def run() -> None:
+            asyncio.set_event_loop(loop)
+            try:
+                loop.run_until_complete(self.start_async())
+            except BaseException as exc:  # reported to the starting thread
+                self._thread_error = exc
+                ready.set()
+                return
+            ready.set()
+            loop.run_forever()
+            self._finish_loop(loop)  # clean up on this thread: the caller may be running its own loop
+
+        self._thread = threading.Thread(target=run, name="mpb-sim-endpoint", daemon=True)
+        self._thread.start()
+        ready.wait()
+        if self._thread_error is not None:
+            self._thread.join()
+            self._close_loop()
+            self._thread = None
+            raise self._thread_error
+        return self
+
+    def stop(self) -> None:
+        thread, loop = self._thread, self._loop
+        if thread is None or loop is None:
+            return
+        future = asyncio.run_coroutine_threadsafe(self.stop_async(), loop)
+        try:
+            future.result(timeout=30)
+        finally:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(timeout=30)
+            self._thread = None
+            self._loop = None
+
+    @staticmethod
+    def _finish_loop(loop: asyncio.AbstractEventLoop) -> None:
+        pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+        for task in pending:
+            task.cancel()
+        if pending:
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.run_until_complete(loop.shutdown_default_executor())
+        loop.close()
+
+    def _close_loop(self) -> None:
+        loop, self._loop = self._loop, None
+        if loop is None:
+            return
+        pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+        for task in pending:
+            task.cancel()
+        if pending:
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.run_until_complete(loop.shutdown_default_executor())
+        loop.close()
+
+    def __enter__(self) -> "SimServer":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ------------------------------------------------------------------ handlers
+
+    async def _wait(self, seconds: float) -> None:
+        """Sleep, but wake early when the server is stopping."""
+        if seconds <= 0:
+            return
+        assert self._stopping is not None
+        try:
+            await asyncio.wait_for(self._stopping.wait(), timeout=seconds)
+        except asyncio.TimeoutError:
+            pass
+
+    async def _not_found(self, request: web.Request) -> web.Response:
+        return _json_response(_error_body(f"no route {request.method} {request.path}", "NotFoundError", 404),
+                              status=404)
+
+    async def _models(self, request: web.Request) -> web.Response:
+        return _json_response(self.policy.models_body())
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        raw = await request.read()
+        try:
+            body = json.loads(raw)
+            if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+                raise ValueError("the body must be a JSON object with a 'messages' list")
+            if not all(isinstance(m, dict) for m in body["messages"]):
+                raise ValueError("every message must be a JSON object")
+            if body.get("stream"):
+                raise ValueError("the simulated endpoint does not stream; send stream=false")
+            key = request_key(body)  # also rejects NaN/Infinity
+        except ValueError as exc:
+            index, _, _ = self._log.reserve(None, None)
+            self._log.record({"index": index, "key": None, "row_id": None, "seed": None, "model": None,
+                              "status": 400, "fault": None, "occurrence": 0, "kind": None, "mode": None})
+            return _json_response(_error_body(f"invalid request: {exc}", "BadRequestError", 400), status=400)
+
+        policy = self.policy
+        match = None if policy.is_reflection(body) else policy.lookup(body["messages"])
+        row_id = match.row.id if match is not None else None
+        seed = body.get("seed")
+        model = body.get("model")
+        index, occurrence, row_occurrence = self._log.reserve(key, row_id)
+        fault = self.faults.decide(RequestFacts(index=index, key=key, occurrence=occurrence, row_id=row_id,
+                                                row_occurrence=row_occurrence,
+                                                model=model if isinstance(model, str) else None))
+        decision = None
+        if fault is None or fault in ("slow", "malformed_json", "empty_choices"):
+            decision = policy.decide(body, match)
+        status: int | str = {None: 200, "http_500": 500, "http_503": 503, "http_429": 429, "slow": "slow",
+                             "reset": "reset", "malformed_json": 200, "empty_choices": 200,
+                             "context_overflow": 400}[fault]
+        self._log.record({"index": index, "key": key, "row_id": row_id, "seed": seed, "model": model,
+                          "status": status, "fault": fault, "occurrence": occurrence,
+                          "kind": decision.kind if decision else None, "mode": decision.mode if decision else None})
+
+        await self._wait(self.delay_s)
+        if fault is None:
+            return _json_response(policy.render(body, decision, key))  # type: ignore[arg-type]
+        return await self._fault_response(request, fault, body, key, decision)
+
+    async def _fault_response(self, request: web.Request, fault: str, body: dict[str, Any], key: str,
+                              decision: Any) -> web.StreamResponse:
+        plan = self.faults
+        if fault == "http_500":
+            return _json_response(_error_body("simulated internal server error", "InternalServerError", 500),
+                                  status=500)
+        if fault == "http_503":
+            return _json_response(_error_body("simulated service unavailable", "ServiceUnavailableError", 503),
+                                  status=503)
+        if fault == "http_429":
+            retry_after = plan.retry_after_s
+            text = str(int(retry_after)) if float(retry_after).is_integer() else str(retry_after)
+            return _json_response(_error_body("simulated rate limit: too many requests", "RateLimitError", 429),
+                                  status=429, headers={"Retry-After": text})
+        if fault == "slow":
+            await self._wait(plan.slow_s)
+            return _json_response(self.policy.render(body, decision, key))
+        if fault == "reset":
+            transport = request.transport
+            if transport is not None:
+                sock = transport.get_extra_info("socket")
+                if sock is not None:
+                    try:  # linger 0: close() sends RST instead of FIN
+                        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    except OSError:
+                        pass
+                transport.abort()
+            # The connection is gone; aiohttp drops this response silently.
+            return web.Response(status=200, headers=SIM_HEADERS)
+        if fault == "malformed_json":
+            partial = json.dumps(self.policy.render(body, decision, key))[: 40]
+            return web.Response(text=partial + "<<simulated: malformed>>", status=200,
+                                content_type="application/json", headers=SIM_HEADERS)
+        if fault == "empty_choices":
+            full = self.policy.render(body, decision, key)
+            full["choices"] = []
+            return _json_response(full)
+        if fault == "context_overflow":
+            prompt_tokens = sum(len(str(m.get("content") or "")) for m in body["messages"]) // 4
+            max_tokens = body.get("max_tokens") or body.get("max_completion_tokens") or 1024
+            if not isinstance(max_tokens, int):
+                max_tokens = 1024
+            requested = max(plan.context_length + 1, prompt_tokens + max_tokens)
+            message = (f"This model's maximum context length is {plan.context_length} tokens. However, you requested "
+                       f"{requested} tokens ({requested - max_tokens} in the messages, {max_tokens} in the "
+                       "completion). Please reduce the length of the messages or completion.")
+            return _json_response(_error_body(message, "BadRequestError", 400, param="messages"), status=400)
+        raise AssertionError(f"unhandled fault kind {fault!r}")
