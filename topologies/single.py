@@ -32,20 +32,26 @@ class Single:
         tools = bench.native_tools(row)
         limit = STEP_LIMITS.get(bench.name, DEFAULT_STEP_LIMIT)
         last_text: str | None = None
+        last_tool_result: str | None = None
         reads: tuple[str, ...] = ()
         for _ in range(limit):
             reply = await ctx.chat(role="solver", member=0, messages=messages, tools=tools or None, reads=reads)
             reads = (reply.node_id,)
             last_text = reply.content
             if not reply.tool_calls:
-                return AgentOutput(text=reply.content, selected_member=0)
+                meta = {} if last_tool_result is None else {"last_tool_result": last_tool_result}
+                return AgentOutput(text=reply.content, selected_member=0, metadata=meta)
             if bench.name in NATIVE_CALL_ANSWER:
                 return AgentOutput(text=reply.content, tool_calls=reply.tool_calls, selected_member=0)
             messages.append(_assistant_message(reply.content, reply.tool_calls))
             for call in reply.tool_calls:
                 result = await ctx.call_tool(role="solver", member=0, node_id=reply.node_id, call=call)
+                last_tool_result = result
                 messages.append({"role": "tool", "tool_call_id": call.get("id") or call["name"], "content": result})
-        return AgentOutput(text=last_text, selected_member=0, metadata={"stop": "step_limit", "step_limit": limit})
+        meta = {"stop": "step_limit", "step_limit": limit}
+        if last_tool_result is not None:
+            meta["last_tool_result"] = last_tool_result
+        return AgentOutput(text=last_text, selected_member=0, metadata=meta)
 
 
 def _assistant_message(content: str | None, calls: tuple[dict[str, Any], ...]) -> dict[str, Any]:

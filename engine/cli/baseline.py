@@ -34,7 +34,7 @@ async def run_baseline(args: argparse.Namespace) -> dict[str, Any]:
     if args.seed not in (0, 1, 2):
         raise UsageError(f"--seed must be 0, 1 or 2, got {args.seed}")
     bench = get_benchmark(cell.task)
-    topology = get_topology(cell.topology)
+    topology = get_topology(cell.topology, cell.team_size, cell.communication)
     splits = bench.splits()
     ids = list(splits.ids(args.split))
     if args.only:

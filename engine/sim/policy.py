@@ -8,7 +8,11 @@ A `Policy` is built from a mapping dataset-name -> (Benchmark, rows with gold). 
    messages; for every failure mode of every loaded benchmark whose `feedback_pattern` regex matches anywhere in
    the request's messages, append its `remedy` sentence on a new line (once, and not if the instruction already
    contains it, case-insensitive); reply with the result in a ``` fenced block.
-2. **After a tool result** (last message has role "tool"): reply "Done." with no tool calls.
+2. **Manager with delegate tools** (the request offers tools named `delegate_to_<worker>`, and a row matches):
+   before any delegation in the conversation, delegate once to the first offered worker; afterwards answer as
+   rule 5 does and end the message with TERMINATE. (A centralized rollout then costs 2 manager calls + 1 worker
+   turn instead of running to its turn cap.)
+2b. **After a tool result** (last message has role "tool"): reply "Done." with no tool calls.
 3. **No matching task**: reply "SIMULATED: no matching task" (HTTP 200). A row matches when its rendered task
    equals a user message's content (exact lookup), else when it is contained in a user message (multi-agent stage
    prompts that embed the task; the longest contained task wins).
@@ -108,6 +112,15 @@ def system_prompt_of(messages: Sequence[Mapping[str, Any]]) -> str:
 def offers_tools(body: Mapping[str, Any]) -> bool:
     """True when the request offers tools the reply may call (`tools` non-empty, `tool_choice` not "none")."""
     return bool(body.get("tools")) and body.get("tool_choice") != "none"
+
+
+def _offered_tool_names(body: Mapping[str, Any]) -> list[str]:
+    names = []
+    for tool in body.get("tools") or []:
+        fn = tool.get("function") if isinstance(tool, Mapping) else None
+        if isinstance(fn, Mapping) and isinstance(fn.get("name"), str):
+            names.append(fn["name"])
+    return names
 
 
 def request_seed_of(body: Mapping[str, Any]) -> int:
@@ -231,6 +244,11 @@ class Policy:
         messages = body.get("messages") or []
         if self.is_reflection(body):
             return Decision("reflection", SimReply(content=self.reflect(messages)))
+        delegates = [name for name in _offered_tool_names(body) if name.startswith("delegate_to_")]
+        if delegates:
+            found = self.lookup(messages) if match is False else match
+            if isinstance(found, Match):
+                return self._manage(body, messages, found, delegates)
         if messages and messages[-1].get("role") == "tool":
             found = self.lookup(messages) if match is False else match
             row_id = found.row.id if isinstance(found, Match) else None
@@ -248,6 +266,20 @@ class Policy:
         mode = self.expected_mode(row, system_prompt, seed)
         reply = found.benchmark.simulate(row, mode, reply_rng(row.id, seed))
         return Decision("answer", reply, row_id=row.id, mode=mode)
+
+    def _manage(self, body: Mapping[str, Any], messages: Sequence[Mapping[str, Any]], found: Match,
+                delegates: list[str]) -> Decision:
+        row = found.row
+        delegated = any(str(call.get("function", {}).get("name", "")).startswith("delegate_to_")
+                        for m in messages if m.get("role") == "assistant" for call in (m.get("tool_calls") or []))
+        if not delegated:
+            call = {"name": delegates[0], "arguments": {"task": f"Work on task {row.id} and report back."}}
+            return Decision("delegate", SimReply(content=None, tool_calls=(call,)), row_id=row.id)
+        seed = request_seed_of(body)
+        mode = self.expected_mode(row, system_prompt_of(messages), seed)
+        reply = found.benchmark.simulate(row, mode, reply_rng(row.id, seed))
+        return Decision("answer", SimReply(content=f"{reply.content or ''}\nTERMINATE", tool_calls=()),
+                        row_id=row.id, mode=mode)
 
     def reflect(self, messages: Sequence[Mapping[str, Any]]) -> str:
         """The simulated reflection model: current instruction + remedies of the modes the feedback names."""

@@ -1,0 +1,91 @@
+"""Decentralized: peer debate (Du et al. 2023; protocol-v1 section 2.5).
+
+n peers share one `debater` prompt (with the output contract). Round 0: each peer answers alone (with the
+dataset's tools). Round r >= 1: each peer's conversation gets one new user message holding the other peers'
+round r-1 answers (re-rendered into the communication format) and reads those peers' round r-1 nodes. Peers
+within a round run concurrently; they only read the previous round, so the order inside a round cannot matter.
+After the last round, the gold-free majority vote selects the output.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+
+from core.benchmark import Benchmark
+from core.communication import CommunicationLog
+from core.models import AgentOutput, PromptBundle, Row
+from core.topology import AgentContext
+from core.voting import majority_vote
+from topologies.messages import NATIVE_CALL_ANSWER, AgentTurn, editable, react, system_prompt
+from topologies.teams import check_team_size, team_spec
+
+PROMPT_ONLY = frozenset({"swe", "bfcl"})  # the format is a prompt contract only (no hand-off re-rendering)
+REVISE = ("Revise your answer only if a peer's reasoning or evidence is stronger than yours; otherwise keep it. "
+          "End with your final answer in the required format.")
+
+
+def peers_message(round_index: int, answers: list[tuple[int, str]]) -> str:
+    blocks = [f"Round {round_index}: your peers' answers from round {round_index - 1}."]
+    blocks += [f"PEER {member}:\n{text}" for member, text in answers]
+    blocks.append(REVISE)
+    return "\n\n".join(blocks)
+
+
+class Decentralized:
+    name = "decentralized"
+
+    def __init__(self, team_size: int = 4, communication: str = "freeform", rounds: int | None = None):
+        self.team_size = check_team_size(self.name, team_size)
+        self.communication = communication
+        self.rounds = rounds
+        CommunicationLog(communication, "")
+
+    def roles(self, task: str, team_size: int) -> list[str]:
+        return [team_spec(task).debater_role()]
+
+    async def run(self, row: Row, bundle: PromptBundle, ctx: AgentContext, bench: Benchmark) -> AgentOutput:
+        spec = team_spec(bench.name)
+        role = spec.debater_role()
+        rounds = self.rounds if self.rounds is not None else spec.rounds()
+        n = self.team_size
+        comm = CommunicationLog(self.communication, bench.name, rerender=bench.name not in PROMPT_ONLY)
+        system = system_prompt(editable(bundle, role), answering=True, bench=bench, comm=comm)
+        task = bench.render_task(row)
+        tools = [] if bench.name in NATIVE_CALL_ANSWER else bench.native_tools(row)
+        limit = spec.debate_step_limit() if tools else 1
+        conversations: list[list[dict[str, Any]]] = [
+            [{"role": "system", "content": system}, {"role": "user", "content": task}] for _ in range(n)]
+        previous: list[AgentTurn] = []
+        last_tool_result: list[str | None] = [None] * n
+        for round_index in range(rounds):
+            reads: list[tuple[str, ...]] = [()] * n
+            if previous:
+                shown = [comm.handoff(f"{role}.{m}", t.text) for m, t in enumerate(previous)]
+                for member in range(n):
+                    others = [(m, shown[m]) for m in range(n) if m != member]
+                    conversations[member].append({"role": "user", "content": peers_message(round_index, others)})
+                    reads[member] = tuple(previous[m].node_id for m in range(n) if m != member)
+            current: list[AgentTurn | None] = [None] * n
+
+            async def peer(member: int) -> None:
+                current[member] = await react(ctx, role=role, member=member, messages=conversations[member],
+                                              tools=tools, reads=reads[member], max_steps=limit)
+
+            async with anyio.create_task_group() as tg:
+                for member in range(n):
+                    tg.start_soon(peer, member)
+            previous = [t for t in current if t is not None]
+            for member, turn in enumerate(previous):
+                comm.report(f"{role}.{member}", turn.text)
+                if turn.last_tool_result is not None:
+                    last_tool_result[member] = turn.last_tool_result
+
+        outputs = [AgentOutput(text=t.text, selected_member=m) for m, t in enumerate(previous)]
+        vote = majority_vote([bench.vote_key(row, o) for o in outputs])
+        chosen = outputs[vote.selected]
+        metadata: dict[str, Any] = {"team_size": n, "rounds": rounds, "vote": vote.summary(), **comm.metadata()}
+        if last_tool_result[vote.selected] is not None:
+            metadata["last_tool_result"] = last_tool_result[vote.selected]
+        return AgentOutput(text=chosen.text, selected_member=vote.selected, metadata=metadata)

@@ -1,0 +1,71 @@
+"""Independent: n replicas of one shared role prompt, run concurrently, then a gold-free majority vote
+(protocol-v1 section 2.2).
+
+Replica i is member i, so its request seeds differ from the other replicas' (core.seeds.call_seed) while the
+messages are identical. Nobody reads anybody: the replicas' nodes have no edges between them. The output is the
+selected replica's output, with the vote summary in its metadata. Communication formats apply as a prompt
+contract only (there are no hand-offs).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+
+from core.benchmark import Benchmark
+from core.communication import CommunicationLog
+from core.models import AgentOutput, PromptBundle, Row
+from core.topology import AgentContext
+from core.voting import majority_vote
+from topologies.messages import NATIVE_CALL_ANSWER, AgentTurn, editable, react, system_prompt
+from topologies.teams import check_team_size, team_spec
+
+
+class Independent:
+    name = "independent"
+
+    def __init__(self, team_size: int = 4, communication: str = "freeform"):
+        self.team_size = check_team_size(self.name, team_size)
+        self.communication = communication
+        CommunicationLog(communication, "")  # validates the format name early
+
+    def roles(self, task: str, team_size: int) -> list[str]:
+        return [team_spec(task).independent_role()]
+
+    async def run(self, row: Row, bundle: PromptBundle, ctx: AgentContext, bench: Benchmark) -> AgentOutput:
+        spec = team_spec(bench.name)
+        role = spec.independent_role()
+        comm = CommunicationLog(self.communication, bench.name, rerender=False)
+        system = system_prompt(editable(bundle, role), answering=True, bench=bench, comm=comm)
+        task = bench.render_task(row)
+        tools = bench.native_tools(row)
+        native = bench.name in NATIVE_CALL_ANSWER
+        limit = spec.independent_step_limit()
+        turns: list[AgentTurn | None] = [None] * self.team_size
+
+        async def replica(member: int) -> None:
+            messages: list[dict[str, Any]] = [{"role": "system", "content": system},
+                                              {"role": "user", "content": task}]
+            turns[member] = await react(ctx, role=role, member=member, messages=messages, tools=tools, reads=(),
+                                        max_steps=limit, native_call_answer=native)
+
+        async with anyio.create_task_group() as tg:
+            for member in range(self.team_size):
+                tg.start_soon(replica, member)
+
+        done = [t for t in turns if t is not None]
+        outputs = [AgentOutput(text=t.text, tool_calls=t.tool_calls, selected_member=i) for i, t in enumerate(done)]
+        for i, t in enumerate(done):
+            comm.report(f"{role}.{i}", t.text)
+        vote = majority_vote([bench.vote_key(row, o) for o in outputs])
+        chosen = outputs[vote.selected]
+        metadata: dict[str, Any] = {"team_size": self.team_size, "vote": vote.summary(),
+                                    **comm.metadata()}
+        if done[vote.selected].last_tool_result is not None:
+            metadata["last_tool_result"] = done[vote.selected].last_tool_result
+        stopped = [i for i, t in enumerate(done) if t.stop]
+        if stopped:
+            metadata["step_limit_members"] = stopped
+        return AgentOutput(text=chosen.text, tool_calls=chosen.tool_calls, selected_member=vote.selected,
+                           metadata=metadata)
