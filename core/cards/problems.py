@@ -1,0 +1,66 @@
+"""Validator findings: a code, a severity, a location (`file:line` or `file`) and a one-line message.
+
+Codes (errors unless marked W_):
+    E_LAYOUT_MISSING          a required file of the bundle is absent
+    W_UNKNOWN_FILE            a top-level file the format does not name
+    E_MANIFEST_INVALID        manifest.json does not parse or lacks required keys
+    E_VERSION_UNSUPPORTED     format or major format_version not supported
+    E_HASH_MISMATCH           a stream or listed file's sha256 differs from the manifest
+    E_COUNT_MISMATCH          row or byte count of a stream, or blob summary, differs from the manifest
+    E_CARD_ID_MISMATCH        card_id is not the digest of the stream hashes
+    E_JSON                    a line is not one canonical JSON object
+    E_ROW_SCHEMA              a row violates its stream's schema (Table 10 columns and types)
+    E_DUPLICATE_ID            two rows share an identity (event_id, node_id, edge, annotation key)
+    E_DISCRIMINATOR           payload.part_kind != event_type, or new_value.mutation_type != mutation_type
+    E_EVENT_SEQUENCE          events of one task_execution_id not strictly increasing in file order
+    E_EVENT_SEQUENCE_GAP      events of one task_execution_id not contiguous from 0 (lost writes)
+    E_MUTATION_SEQUENCE       mutation sequence not strictly increasing and contiguous from 0 per run
+    E_ANNOTATION_SEQUENCE     annotation sequences of one (target, namespace) not unique and contiguous from 0
+    E_APPEND_ONLY             against an earlier card (--previous): a log stream is not a byte prefix of the new
+    E_REPLAY_INVALID          a mutation cannot apply to the replayed state (unknown target, stale old_value)
+    E_REPLAY_MISMATCH         replaying mutations does not reproduce a nodes/edges/annotations row
+    E_EDGE_CYCLE              an edge closes a cycle (checked after every edge.added, in sequence order)
+    E_NAMESPACE_UNDECLARED    an annotation namespace is not declared in the manifest
+    E_REFERENCE               a row names a node, parent or target that does not exist
+    E_LEVEL                   a node's level is not its parent's level + 1 (0 for roots)
+    E_FAILURE_INVISIBLE       a failed/cancelled node lacks a status-change mutation with a reason
+    W_RUN_NOT_TERMINAL        the run's terminal status is not in the mutation log (interrupted run)
+    E_BLOB_MISSING            a blob reference does not resolve to blobs/<hex[:2]>/<hex>
+    E_BLOB_HASH_MISMATCH      a blob's bytes do not hash to its name, or its size differs from the reference
+    E_BLOB_ORPHAN             a blob no row references
+    E_BLOB_REF_INVALID        a malformed blob reference
+    E_TRUNCATED               a truncation marker inside a value (values are never truncated)
+    E_REGISTRY                reporting_rules.json or a rule entry is malformed or incomplete
+    E_REGISTRY_INCOMPLETE     a reported number has no rule entry reproducing it
+    E_DROPS_MISSING           a rule entry's drops manifest is absent
+    E_DROPS_INVALID           a drops manifest names streams, fields or namespaces the card lacks
+    E_RELEASE_SCOPE           release scope class/omissions invalid or inconsistent with the rows
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+
+class Severity(str, Enum):
+    ERROR = "error"
+    WARNING = "warning"
+
+
+@dataclass(frozen=True, order=True)
+class Problem:
+    code: str
+    location: str
+    message: str
+
+    @property
+    def severity(self) -> Severity:
+        return Severity.WARNING if self.code.startswith("W_") else Severity.ERROR
+
+    def line(self) -> str:
+        return f"{self.code} {self.location}: {self.message}"
+
+
+def errors(problems: list[Problem]) -> list[Problem]:
+    return [p for p in problems if p.severity is Severity.ERROR]

@@ -1,0 +1,132 @@
+"""``python -m engine card COMMAND``: rollout cards.
+
+    card export RUN_DIR --out DIR [--zip] [--redact STREAM.FIELD.PATH[=REASON] ...] [--release-class C]
+                                  [--license L]
+    card validate CARD [--previous OLD_CARD] [--json]
+                                       CARD: a bundle directory or .zip; exit 0 only when no error is found
+    card rescore CARD --rule NAME      recompute a number from the card alone; records the rule and drops manifest
+    card rules                         list the registered reporting rules
+
+Usage errors exit 2 with one line on stderr; engine errors propagate to the top-level CLI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NoReturn
+
+from core.cards.model import RELEASE_CLASSES
+from core.cards.problems import errors
+from core.errors import UsageError
+from engine.cards.bundle import Bundle
+from engine.cards.export import Redaction, export_card
+from engine.cards.rescore import apply_rule, format_outcome, run_rule
+from engine.cards.rules import all_rules
+from engine.cards.validate import validate_path
+
+PROG = "python -m engine card"
+
+
+class _UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise _UsageError(f"{self.prog}: {message}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog=PROG, description="Export, validate and re-score rollout cards (rollout-card format 1.x).")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    ex = sub.add_parser("export", help="write the rollout-card bundle of a job directory",
+                        description="Write RUN_DIR/card.sqlite (+ job.json, result.json) as a rollout-card bundle: "
+                                    "manifest.json, five JSONL streams, blobs/, reporting_rules.json, drops/.")
+    ex.add_argument("run_dir", type=Path, metavar="RUN_DIR")
+    ex.add_argument("--out", type=Path, required=True, metavar="DIR", help="bundle directory (or .zip with --zip)")
+    ex.add_argument("--zip", action="store_true", help="write one deterministic .zip instead of a directory")
+    ex.add_argument("--redact", action="append", default=[], metavar="FIELD_PATH[=REASON]",
+                    help="remove a field, e.g. events.payload.request.messages=pii (repeatable; reasons: pii, "
+                         "license, size, source_policy, unavailable_in_source, safety)")
+    ex.add_argument("--release-class", choices=RELEASE_CLASSES, default=None,
+                    help="release class (default: full_trace, or redacted_trace when anything was removed)")
+    ex.add_argument("--license", default=None, help="license of the released card, e.g. CC-BY-4.0")
+    va = sub.add_parser("validate", help="check a bundle against the format (spec 4.8)",
+                        description="Print one line per problem (CODE file:line: message); exit 0 only when valid.")
+    va.add_argument("card", type=Path, metavar="CARD")
+    va.add_argument("--previous", type=Path, default=None, metavar="OLD_CARD",
+                    help="an earlier card of the same run: its events/annotations/mutations must be byte prefixes")
+    va.add_argument("--json", action="store_true", help="print the problems as a JSON list")
+    rs = sub.add_parser("rescore", help="recompute a reported number under a reporting rule",
+                        description="Recompute a number from the card alone; print it with its denominator and "
+                                    "failure counts; record the rule entry and its drops manifest in the card.")
+    rs.add_argument("card", type=Path, metavar="CARD")
+    rs.add_argument("--rule", required=True, metavar="NAME", help="a registered rule (see `card rules`)")
+    rs.add_argument("--dry-run", action="store_true", help="print only; do not write into the card")
+    rs.add_argument("--json", action="store_true", help="print the rule entry as JSON")
+    sub.add_parser("rules", help="list the registered reporting rules", description="List the reporting rules.")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    except _UsageError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    try:
+        return _COMMANDS[args.command](args)
+    except UsageError as exc:
+        print(f"{PROG} {args.command}: {exc}", file=sys.stderr)
+        return 2
+
+
+def _export(args: argparse.Namespace) -> int:
+    redactions = [Redaction.parse(text) for text in args.redact]
+    bundle = export_card(args.run_dir, args.out, as_zip=args.zip, redactions=redactions,
+                         release_class=args.release_class, license=args.license)
+    manifest = json.loads(bundle.files["manifest.json"])
+    where = args.out if not args.zip or args.out.suffix == ".zip" else args.out.with_name(args.out.name + ".zip")
+    print(f"card {manifest['card_id']} -> {where} ({sum(e['rows'] for e in manifest['streams'].values())} rows, "
+          f"{manifest['blobs']['count']} blobs, release class {manifest['release_scope']['class']})")
+    return 0
+
+
+def _validate(args: argparse.Namespace) -> int:
+    problems = validate_path(args.card, args.previous)
+    if args.json:
+        print(json.dumps([{"code": p.code, "location": p.location, "message": p.message,
+                           "severity": p.severity.value} for p in problems], indent=1))
+    else:
+        for p in problems:
+            print(p.line())
+        bad = errors(problems)
+        print(f"{args.card}: {'valid' if not bad else 'INVALID'} ({len(bad)} error(s), "
+              f"{len(problems) - len(bad)} warning(s))")
+    return 1 if errors(problems) else 0
+
+
+def _rescore(args: argparse.Namespace) -> int:
+    bundle = Bundle.load(args.card)
+    outcome = run_rule(bundle, args.rule) if args.dry_run else apply_rule(bundle, args.rule)
+    if not args.dry_run:
+        bundle.save()
+    if args.json:
+        print(json.dumps(outcome.entry.model_dump(mode="json"), indent=1, sort_keys=True))
+    else:
+        print("\n".join(format_outcome(outcome)))
+    return 0 if outcome.result.status == "ok" else 1
+
+
+def _rules(args: argparse.Namespace) -> int:
+    for rule in all_rules():
+        print(f"{rule.rule_id}\t{rule.kind}\t{rule.metric}\t{rule.description}")
+    return 0
+
+
+_COMMANDS = {"export": _export, "validate": _validate, "rescore": _rescore, "rules": _rules}
