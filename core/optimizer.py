@@ -44,6 +44,24 @@ class OptimizerResult:
     reflection_usage: dict[str, Any] = field(default_factory=dict)
 
 
+class ReflectionModel(Protocol):
+    """The reflection / proposal model a method talks to (protocol-v1 section 7: one client for all reflection
+    traffic). The engine's implementation sends the call with thinking on, a 48,000-token ceiling, the
+    method-native sampling and a logical seed derived from (`purpose`, `key`, sha256 of `prompt`), records it in
+    the store before returning, and replays a recorded call on resume instead of sending it again.
+
+    `purpose` names the kind of call (e.g. "gepa.mutation"); `key` is its logical position in the method's search
+    (e.g. "iteration=7|role=solver"); both must be pure functions of the method's deterministic state.
+    Raises core.errors.InfrastructureError when the endpoint keeps failing.
+    """
+
+    async def propose(self, prompt: str, *, purpose: str, key: str) -> str: ...
+
+    def usage(self) -> dict[str, Any]:
+        """Calls and tokens so far, per purpose (identical for a live run and a replayed one)."""
+        ...
+
+
 class Optimizer(Protocol):
     name: str
     smallest_useful_budget: int

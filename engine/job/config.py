@@ -13,6 +13,8 @@ from core.protocol import CANONICAL_REFLECTION_MODEL, FULL_BUDGET, TASK_MODELS
 from engine.runner import RetryPolicy
 
 SIMULATED_MODEL_ID = "simulated-policy"
+SIMULATED_REFLECTION_MODEL_ID = "simulated-reflection"
+DEFAULT_REFLECTION_URL = "http://localhost:8200/v1"  # protocol 5.4: REFLECTION_MODEL_BASE_URL default
 
 
 @dataclass(frozen=True)
@@ -69,10 +71,15 @@ def build_config(*, cell: str, method: str, seed: int, out: str, budget: int, ta
             raise UsageError(f"--task-endpoint must be an http(s) URL, got {url!r}")
     if endpoints and not model_id and not os.environ.get("MODEL_ID"):
         raise UsageError("--model-id (or MODEL_ID) is required with a real --task-endpoint")
+    reflection_endpoint = reflection_endpoint or os.environ.get("REFLECTION_MODEL_BASE_URL") or None
+    reflection_model = reflection_model or os.environ.get("REFLECTION_MODEL_ID") or None
+    if reflection_model is None:
+        # simulated task endpoint and no reflection endpoint: the simulated endpoint also plays the reflection model
+        reflection_model = CANONICAL_REFLECTION_MODEL if endpoints or reflection_endpoint \
+            else SIMULATED_REFLECTION_MODEL_ID
     return JobConfig(
         cell=parsed, method=method, seed=seed, out=Path(out), budget=budget, task_endpoints=endpoints,
         model_id=model_id or os.environ.get("MODEL_ID") or None, data_dir=data_dir, concurrency=concurrency,
-        reflection_endpoint=reflection_endpoint or os.environ.get("REFLECTION_MODEL_BASE_URL"),
-        reflection_model=reflection_model or os.environ.get("REFLECTION_MODEL_ID") or CANONICAL_REFLECTION_MODEL,
+        reflection_endpoint=reflection_endpoint, reflection_model=reflection_model,
         allow_small_budget=allow_small_budget, quiet=quiet, request_timeout=request_timeout,
     )

@@ -17,19 +17,20 @@ from core.errors import ArtifactError, UsageError
 from core.ledger import BudgetLedger
 from core.models import PromptBundle, RolloutRecord
 from core.optimizer import Optimizer
-from core.protocol import PROTOCOL_ID
+from core.protocol import PROTOCOL_ID, REFLECTION_TIMEOUT_S
 from core.selection import decide, forbidden_metadata
 from engine.chat.endpoint import Endpoint, EndpointPool, Timeouts
 from engine.job.artifacts import read_json, read_sealed, write_json_atomic, write_jsonl_atomic, write_sealed
-from engine.job.config import JobConfig
+from engine.job.config import DEFAULT_REFLECTION_URL, JobConfig
 from engine.job.data import JobData
 from engine.job.evaluation import Evaluation, Evaluator, failure_counts
 from engine.job.identity import build_identity, check_out_dir, write_identity
 from engine.job.optimization import LedgerRunner, learning_curve
 from engine.job.simulated import SIM_BANNER, simulated_endpoint
+from engine.reflection import ReflectionClient
 from engine.runner import Runner
 from engine.store import Store
-from optimizers.registry import get_optimizer
+from optimizers.registry import get_optimizer, uses_reflection
 from topologies.prompts import seed_bundle as load_seed_bundle
 from topologies.registry import get_topology
 
@@ -60,8 +61,8 @@ def prepare(cfg: JobConfig, bench: Benchmark | None = None
         from benchmarks.registry import get_benchmark
 
         bench = get_benchmark(cfg.cell.task)
-    topology = get_topology(cfg.cell.topology)
-    optimizer = get_optimizer(cfg.method)
+    topology = get_topology(cfg.cell.topology, cfg.cell.team_size, cfg.cell.communication)
+    optimizer = get_optimizer(cfg.method, seed=cfg.seed)
     if cfg.budget < optimizer.smallest_useful_budget and not cfg.allow_small_budget:
         raise UsageError(f"--budget {cfg.budget} is below {cfg.method}'s smallest useful budget "
                          f"({optimizer.smallest_useful_budget}); pass --allow-small-budget to proceed anyway")
@@ -83,12 +84,19 @@ async def run_job(cfg: JobConfig, bench: Benchmark | None = None) -> dict[str, A
         urls = list(cfg.task_endpoints)
         if cfg.simulated:
             print(SIM_BANNER, file=sys.stderr, flush=True)
-            urls = [stack.enter_context(simulated_endpoint([cfg.cell.task], cfg.data_dir, delay_s=cfg.sim_delay_s))]
+            urls = [stack.enter_context(simulated_endpoint([cfg.cell.task], cfg.data_dir, delay_s=cfg.sim_delay_s,
+                                                           reflection_model=cfg.reflection_model))]
         timeouts = Timeouts(read=cfg.request_timeout)
         pool = EndpointPool([Endpoint(u, cfg.task_model_id, capacity=cfg.concurrency, timeouts=timeouts)
                              for u in urls])
         stack.push_async_callback(pool.aclose)
         await pool.probe()
+        reflection: Endpoint | None = None
+        if uses_reflection(cfg.method):  # its own endpoint; the simulated one when simulated without one
+            reflection_url = cfg.reflection_endpoint or (urls[0] if cfg.simulated else DEFAULT_REFLECTION_URL)
+            reflection = Endpoint(reflection_url, cfg.reflection_model, capacity=cfg.concurrency,
+                                  timeouts=Timeouts(read=REFLECTION_TIMEOUT_S))
+            stack.push_async_callback(reflection.aclose)
         cfg.out.mkdir(parents=True, exist_ok=True)
         if not resuming:
             write_identity(cfg.out, identity)
@@ -104,7 +112,7 @@ async def run_job(cfg: JobConfig, bench: Benchmark | None = None) -> dict[str, A
         else:
             await store.set_node_status(run_node, "running", actor="engine:job",
                                         reason=f"resumed (store generation {store.generation})")
-        job = _Job(cfg, identity, bench, topology, optimizer, data, seed_bundle, store, pool, run_node)
+        job = _Job(cfg, identity, bench, topology, optimizer, data, seed_bundle, store, pool, run_node, reflection)
         try:
             result = await job.run()
         except BaseException as exc:
@@ -122,8 +130,9 @@ async def run_job(cfg: JobConfig, bench: Benchmark | None = None) -> dict[str, A
 class _Job:
     def __init__(self, cfg: JobConfig, identity: dict[str, Any], bench: Benchmark, topology: Any,
                  optimizer: Optimizer, data: JobData, seed_bundle: PromptBundle, store: Store, pool: EndpointPool,
-                 run_node: str):
+                 run_node: str, reflection: Endpoint | None = None):
         self.cfg, self.identity, self.bench, self.topology = cfg, identity, bench, topology
+        self.run_node, self.reflection_endpoint = run_node, reflection
         self.optimizer, self.data, self.seed_bundle, self.store = optimizer, data, seed_bundle, store
         self.out = cfg.out
         self.ledger = BudgetLedger(cfg.budget)
@@ -153,6 +162,12 @@ class _Job:
                               allowed_ids={r.id for r in train} | {r.id for r in validation})
         if not self.cfg.quiet:
             print(f"plan: {self.optimizer.plan(self.cfg.budget, len(train), len(validation))}", file=sys.stderr)
+        if self.reflection_endpoint is not None:
+            await self.reflection_endpoint.probe()
+            client = ReflectionClient(endpoint=self.reflection_endpoint, store=self.store, run_node=self.run_node,
+                                      cell_id=self.identity["cell_id"], optimizer_seed=self.cfg.seed,
+                                      retry=self.cfg.retry)
+            self.optimizer = get_optimizer(self.cfg.method, seed=self.cfg.seed, reflection=client)
         started = time.monotonic()
         result = await self.optimizer.optimize(facade, train, validation, self.seed_bundle, self.cfg.budget)
         snap = self.ledger.snapshot()
