@@ -55,3 +55,48 @@ def test_readme_job_and_other_commands_run(tmp_path):
     proc = subprocess.run([sys.executable, *argv], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert len((tmp_path / "pred.jsonl").read_text().splitlines()) == 1
+
+
+def test_readme_other_commands_run(tmp_path):
+    cmds = [c for c in commands() if c.startswith("python -m engine")]
+    demo = tmp_path / "runs" / "demo"
+    job = next(c for c in cmds if " job " in c and "--task-endpoint" not in c)
+    argv = shlex.split(job)[1:]
+    argv[argv.index("--out") + 1] = str(demo)
+    assert subprocess.run([sys.executable, *argv, "--quiet"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300).returncode == 0
+
+    card = next(c for c in cmds if c.startswith("python -m engine card export"))
+    argv = [a.replace("runs/", f"{tmp_path}/runs/") for a in shlex.split(card)[1:]]
+    proc = subprocess.run([sys.executable, *argv], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    valid = subprocess.run([sys.executable, "-m", "engine", "card", "validate", str(tmp_path / "runs" / "demo-card")],
+                           cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert valid.returncode == 0, valid.stdout + valid.stderr
+
+    agg = next(c for c in cmds if c.startswith("python -m engine aggregate"))
+    argv = [a.replace("runs/", f"{tmp_path}/runs/").replace("summary.json", str(tmp_path / "summary.json"))
+            for a in shlex.split(agg)[1:]]
+    proc = subprocess.run([sys.executable, *argv], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    # the demo job ran on the simulated endpoint, so it is non-conformant and skipped, with the reason named
+    assert proc.returncode == 1 and "demo" in proc.stderr and "conformant" in proc.stderr
+    proc = subprocess.run([sys.executable, *argv, "--include-nonconformant"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0 and "identity\tbfcl\tsingle" in proc.stdout
+    assert json.loads((tmp_path / "summary.json").read_text())["cells"][0]["status"] == "incomplete"
+
+    serve = next(c for c in cmds if c.startswith("python -m engine serve-sim"))
+    argv = shlex.split(serve)[1:]
+    argv[argv.index("--port") + 1] = "0"
+    server = subprocess.Popen([sys.executable, *argv], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True)
+    try:
+        url = server.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:") and url.endswith("/v1")
+        import urllib.request
+
+        with urllib.request.urlopen(url + "/models", timeout=10) as resp:
+            assert resp.headers["X-Simulated-Endpoint"] == "true"
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

@@ -41,13 +41,13 @@ class Progress:
     """A progress line on stderr every 10 charged rollouts."""
 
     def __init__(self, ledger: BudgetLedger | None, quiet: bool):
-        self.ledger, self.quiet, self._last = ledger, quiet, -1
+        self.ledger, self.quiet, self._last = ledger, quiet, 0
 
     def __call__(self, record: RolloutRecord) -> None:
         if self.quiet or self.ledger is None:
             return
         snap = self.ledger.snapshot()
-        if snap.charged // 10 != self._last // 10 and snap.charged % 10 == 0 and snap.charged:
+        if snap.charged // 10 > self._last // 10:  # crossed a multiple of 10 (commits interleave)
             self._last = snap.charged
             print(f"progress: charged={snap.charged}/{snap.maximum} attempted={snap.attempted} "
                   f"infra={snap.infrastructure_failures} last={record.status.value}", file=sys.stderr, flush=True)
@@ -112,6 +112,7 @@ async def run_job(cfg: JobConfig, bench: Benchmark | None = None) -> dict[str, A
         else:
             await store.set_node_status(run_node, "running", actor="engine:job",
                                         reason=f"resumed (store generation {store.generation})")
+            await _cancel_interrupted(store, run_node)
         job = _Job(cfg, identity, bench, topology, optimizer, data, seed_bundle, store, pool, run_node, reflection)
         try:
             result = await job.run()
@@ -318,6 +319,23 @@ class _Job:
         }
         write_json_atomic(self.out / "result.json", result)
         return result
+
+
+async def _cancel_interrupted(store: Store, run_node: str) -> None:
+    """Nodes a killed process left `running` become `cancelled` with a reason, so the card shows the interruption
+    (their rollouts are replayed or re-run under new execution ids)."""
+    stale = [r[0] for r in store.rows("SELECT node_id FROM nodes WHERE status='running' AND node_id != ?",
+                                      (run_node,))]
+
+    def op(conn: Any) -> None:
+        for node_id in stale:
+            store.op_status(conn, node_id, "cancelled", actor="engine:job",
+                            reason=f"interrupted: the process ended before this node finished; resumed in store "
+                                   f"generation {store.generation}",
+                            extra={"failure": {"kind": "cancelled_by_parent", "message": "process interrupted"}})
+
+    if stale:
+        await store.write(op)
 
 
 def _elapsed(out: Path) -> float | None:
