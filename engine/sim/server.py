@@ -188,16 +188,8 @@ class SimServer:
 
     def _close_loop(self) -> None:
         loop, self._loop = self._loop, None
-        if loop is None:
-            return
-        pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
-        for task in pending:
-            task.cancel()
-        if pending:
-            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-        loop.run_until_complete(loop.shutdown_asyncgens())
-        loop.run_until_complete(loop.shutdown_default_executor())
-        loop.close()
+        if loop is not None:
+            self._finish_loop(loop)
 
     def __enter__(self) -> "SimServer":
         return self.start()
