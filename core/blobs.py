@@ -22,6 +22,7 @@ def externalize(value: Any, put: Callable[[str, bytes], None], cap: int = INLINE
         return value
     # Containers are kept and their children examined, so small siblings stay inline; leaves over the cap
     # (long strings, or containers whose children are each small but many) become references.
+    out: dict[str, Any] | list[Any]
     if isinstance(value, dict):
         out = {k: externalize(v, put, cap) for k, v in value.items()}
     elif isinstance(value, list):

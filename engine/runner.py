@@ -186,9 +186,12 @@ class Runner:
         execution_id = f"{node_id}#g{self.store.generation}a{attempt}"
         row = spec.row
         executor = None
-        if self._tool_call is not None:
-            async def executor(name: str, args: Any) -> str:
-                return await self._tool_call(row, name, args)
+        tool_call = self._tool_call
+        if tool_call is not None:
+            async def run_tool(name: str, args: Any) -> str:
+                return await tool_call(row, name, args)
+
+            executor = run_tool
         ctx = RecordedAgentContext(store=self.store, pool=self.pool, rollout_node=node_id,
                                    execution_id=execution_id, rollout_seed=spec.seed, decoding=decoding,
                                    tool_executor=executor, record_calls=self.record_calls)

@@ -48,10 +48,10 @@ class Single:
                 result = await ctx.call_tool(role="solver", member=0, node_id=reply.node_id, call=call)
                 last_tool_result = result
                 messages.append({"role": "tool", "tool_call_id": call.get("id") or call["name"], "content": result})
-        meta = {"stop": "step_limit", "step_limit": limit}
+        stop_meta: dict[str, Any] = {"stop": "step_limit", "step_limit": limit}
         if last_tool_result is not None:
-            meta["last_tool_result"] = last_tool_result
-        return AgentOutput(text=last_text, selected_member=0, metadata=meta)
+            stop_meta["last_tool_result"] = last_tool_result
+        return AgentOutput(text=last_text, selected_member=0, metadata=stop_meta)
 
 
 def _assistant_message(content: str | None, calls: tuple[dict[str, Any], ...]) -> dict[str, Any]:

@@ -59,7 +59,8 @@ def replay(mutations: Iterable[Located]) -> tuple[ReplayState, list[Problem]]:
 
     for loc in mutations:
         m = loc.row
-        kind, target, at = m.get("mutation_type"), m.get("target_id"), m.get("created_at")
+        kind, at = m.get("mutation_type"), m.get("created_at")
+        target: str = m.get("target_id") or ""  # a missing id is reported by the row-schema check
         new = m.get("new_value") or {}
         old = m.get("old_value") or {}
         if kind == "node.added":
@@ -104,7 +105,7 @@ def replay(mutations: Iterable[Located]) -> tuple[ReplayState, list[Problem]]:
             else:
                 state.edges[key]["status"], state.edges[key]["updated_at"] = new.get("status"), at
         elif kind == "annotation.set":
-            akey = (str(m.get("target_type")), str(target), str(new.get("namespace")), new.get("sequence"))
+            akey = (str(m.get("target_type")), str(target), str(new.get("namespace")), int(new.get("sequence") or 0))
             if akey in state.annotations:
                 bad(loc, f"annotation {akey} set twice")
                 continue

@@ -64,9 +64,9 @@ def registry_problems(manifest: Manifest, registry: Any, drops: dict[str, Any | 
             out.append(Problem("E_REGISTRY", f"{REGISTRY_WHERE}:rules[{i}]", f"unknown input streams {bad_streams}"))
         out += _drops_problems(entry, drops.get(entry.drops_manifest), rows)
     for number in manifest.reported:
-        entry = entries.get(number.rule_id)
-        values = (entry.output_target.get("values") or {}) if entry else {}
-        if entry is None or number.name not in values or not same(values[number.name], number.value):
+        found = entries.get(number.rule_id)
+        values = (found.output_target.get("values") or {}) if found else {}
+        if found is None or number.name not in values or not same(values[number.name], number.value):
             out.append(Problem("E_REGISTRY_INCOMPLETE", "manifest.json:reported", f"reported {number.name}="
                                                                                   f"{number.value!r} ({number.source})"
                                                                                   f" is not reproduced by rule "

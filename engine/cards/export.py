@@ -12,7 +12,7 @@ import json
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from core.blobs import externalize, resolve
 from core.canonical import content_hash, sha256_hex
@@ -114,7 +114,7 @@ def _remove(rows: dict[str, list[dict[str, Any]]], redactions: list[Redaction]) 
                     rows[stream][i] = new
                     affected += 1
             omissions.append(Omission(
-                stream=stream, field_path=".".join(segments), rows_affected=affected, reason_code=red.reason_code,
+                stream=stream, field_path=".".join(segments), rows_affected=affected, reason_code=cast(Any, red.reason_code),
                 row_filter=None if mutation_type is None else f"mutation_type == '{mutation_type}'",
                 reason=f"removed on request (--redact {red.stream}.{red.field_path})" if mutation_type is None
                 else f"mirror of {red.stream}.{red.field_path} in the mutation log"))
@@ -147,7 +147,7 @@ def run_metadata(run_dir: Path, rows: dict[str, list[dict[str, Any]]], run_id: s
     result = _read_json(run_dir / "result.json") or {}
     roots = [n for n in rows["nodes"] if n["parent_id"] is None]
     root = roots[0] if roots else {}
-    job_note = next((a["payload"] for a in rows["annotations"] if a["namespace"] == "mpb.job"
+    job_note: dict[str, Any] = next((a["payload"] for a in rows["annotations"] if a["namespace"] == "mpb.job"
                      and a["target_id"] == root.get("node_id")), {})
     terminal = root.get("status") in ("completed", "failed", "cancelled")
     test = result.get("test") or {}

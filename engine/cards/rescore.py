@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from core.cards.model import REGISTRY_FILE, DropsManifest, RuleEntry, SemanticLoss
+from core.cards.model import REGISTRY_FILE, DropsManifest, Implementation, RuleEntry, SemanticLoss
 from core.errors import ArtifactError
 from engine.cards.bundle import Bundle
 from engine.cards.manifest import json_bytes, set_manifest
@@ -31,7 +31,7 @@ def run_rule(bundle: Bundle, name: str) -> Outcome:
     drops_path = f"drops/{rule.rule_id}.json"
     entry = RuleEntry(
         rule_id=rule.rule_id, name=rule.name, kind=rule.kind, description=rule.description,
-        implementation=rule.implementation(), config=dict(rule.config), view=rule.view,
+        implementation=Implementation.model_validate(rule.implementation()), config=dict(rule.config), view=rule.view,
         input_streams=list(rule.input_streams),
         output_target={"metric": rule.metric, "level": "aggregate", "status": result.status,
                        "values": result.values, "arms": result.arms, "message": result.message},

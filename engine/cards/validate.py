@@ -131,11 +131,11 @@ def _hash_problems(bundle: Bundle, manifest: Manifest, raw: dict[str, list[Locat
     card_id = "sha256:" + content_hash({s: e.sha256 for s, e in manifest.streams.items()})
     if manifest.card_id != card_id:
         out.append(Problem("E_CARD_ID_MISMATCH", MANIFEST, "card_id is not the digest of the stream hashes"))
-    for name, entry in manifest.files.items():
+    for name, file_entry in manifest.files.items():
         data = bundle.files.get(name)
         if data is None:
             out.append(Problem("E_LAYOUT_MISSING", name, "listed in manifest.files but absent"))
-        elif sha256_hex(data) != entry.sha256 or len(data) != entry.bytes:
+        elif sha256_hex(data) != file_entry.sha256 or len(data) != file_entry.bytes:
             out.append(Problem("E_HASH_MISMATCH", name, "sha256 or size differs from manifest.files"))
     for name in sorted(bundle.files):
         if (name == REGISTRY_FILE or name.startswith("drops/")) and name not in manifest.files:

@@ -101,7 +101,8 @@ def parse_completion(payload: Any) -> dict[str, Any]:
         calls.append({"id": call.get("id"), "name": fn["name"], "arguments": fn.get("arguments")})
     if not (content and content.strip()) and not calls:
         raise MalformedResponseError("empty response (no content and no tool calls)")
-    usage = payload.get("usage") if isinstance(payload.get("usage"), dict) else {}
+    raw_usage = payload.get("usage")
+    usage: dict[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}
     return {
         "content": content,
         "tool_calls": calls,

@@ -84,9 +84,9 @@ class Evaluator:
             for i, row in enumerate(rows)
         ]
         decoding = {**EVALUATION_DECODING, "repetition_penalty": REPETITION_PENALTY}
-        records = await self.runner.run_batch(specs, decoding, ledger=None)
+        records = tuple(await self.runner.run_batch(specs, decoding, ledger=None))
         payload = {"schema": "mas-promptbench-evaluation/v1", "evaluation_id": eid, "identity": ident,
                    "failure_counts": failure_counts(records),
                    "records": [r.model_copy(update={"replayed": False}).model_dump(mode="json") for r in records]}
         write_sealed(path, payload)
-        return Evaluation(eid, split, bundle.digest, tuple(records), reused=False)
+        return Evaluation(eid, split, bundle.digest, records, reused=False)

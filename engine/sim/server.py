@@ -245,9 +245,10 @@ class SimServer:
         decision = None
         if fault is None or fault in ("slow", "malformed_json", "empty_choices"):
             decision = policy.decide(body, match)
-        status: int | str = {None: 200, "http_500": 500, "http_503": 503, "http_429": 429, "slow": "slow",
+        statuses: dict[str | None, int | str] = {None: 200, "http_500": 500, "http_503": 503, "http_429": 429, "slow": "slow",
                              "reset": "reset", "malformed_json": 200, "empty_choices": 200,
-                             "context_overflow": 400}[fault]
+                             "context_overflow": 400}
+        status = statuses[fault]
         self._log.record({"index": index, "key": key, "row_id": row_id, "seed": seed, "model": model,
                           "status": status, "fault": fault, "occurrence": occurrence,
                           "kind": decision.kind if decision else None, "mode": decision.mode if decision else None})
