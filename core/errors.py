@@ -9,6 +9,7 @@
     │   └── JobIdentityError        --out holds a different job
     ├── BudgetError                 ledger misuse (over-commit, unknown reservation, open reservations)
     ├── ContractError               an optimizer or topology broke an engine contract
+    ├── InfrastructureInvalidError  optimization cannot go on: the endpoints keep failing (seed bundle is kept)
     ├── ScorerError                 a scorer raised on a scored observation (infrastructure, never charged)
     └── InfrastructureError         retryable: the endpoint or transport failed before a scored observation
         ├── EndpointConnectionError connection refused / reset / DNS
@@ -63,6 +64,13 @@ class BudgetError(EngineError):
 
 class ContractError(EngineError):
     kind = "contract_error"
+
+
+class InfrastructureInvalidError(EngineError):
+    """Too many consecutive rollouts ended as infrastructure failures: optimization stops, the job reports it
+    (failure_kind infrastructure_invalid) and keeps the seed bundle."""
+
+    kind = "infrastructure_invalid"
 
 
 class ScorerError(EngineError):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from core.errors import ContractError
+from core.errors import ContractError, InfrastructureInvalidError
 from core.ledger import BudgetLedger, LedgerSnapshot
 from core.models import PromptBundle, RolloutRecord, Row
 from core.optimizer import CurvePoint
@@ -15,11 +15,20 @@ from core.selection import forbidden_metadata
 from engine.runner import RolloutSpec, Runner, rollout_key
 
 
+MAX_CONSECUTIVE_INFRA_FAILURES = 25
+
+
 class LedgerRunner:
-    """What an optimizer sees: charged rollouts on train/validation rows only, seeds derived per section 5.5."""
+    """What an optimizer sees: charged rollouts on train/validation rows only, seeds derived per section 5.5.
+
+    Infrastructure failures are never charged, so a dead endpoint would let a method loop without spending its
+    budget: after MAX_CONSECUTIVE_INFRA_FAILURES rollouts in a row end as infrastructure failures (after their
+    retries), the runner raises InfrastructureInvalidError and the job keeps the seed bundle.
+    """
 
     def __init__(self, *, runner: Runner, ledger: BudgetLedger, cell_id: str, optimizer_seed: int,
-                 roles: Sequence[str], allowed_ids: set[str]):
+                 roles: Sequence[str], allowed_ids: set[str],
+                 max_consecutive_infra: int = MAX_CONSECUTIVE_INFRA_FAILURES):
         self._runner = runner
         self._ledger = ledger
         self._cell_id = cell_id
@@ -27,6 +36,8 @@ class LedgerRunner:
         self.roles = tuple(roles)
         self._allowed = frozenset(allowed_ids)
         self.records: list[tuple[RolloutRecord, dict[str, int]]] = []
+        self._max_infra = max_consecutive_infra
+        self._infra_run = 0
 
     def budget(self) -> LedgerSnapshot:
         return self._ledger.snapshot()
@@ -54,6 +65,14 @@ class LedgerRunner:
         records = await self._runner.run_batch(specs, decoding, self._ledger)
         for rec in records:
             self.records.append((rec, self._ledger.snapshot().as_dict()))
+            if rec.status.value == "infrastructure_failure":
+                self._infra_run += 1
+            elif not rec.budget_exhausted:
+                self._infra_run = 0
+        if self._infra_run >= self._max_infra:
+            raise InfrastructureInvalidError(
+                f"{self._infra_run} consecutive rollouts ended as infrastructure failures after retries "
+                f"(last: {records[-1].error})")
         return records
 
 

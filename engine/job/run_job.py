@@ -13,10 +13,10 @@ import structlog
 
 from core.benchmark import Benchmark
 from core.canonical import content_hash
-from core.errors import ArtifactError, UsageError
+from core.errors import ArtifactError, InfrastructureError, InfrastructureInvalidError, UsageError
 from core.ledger import BudgetLedger
 from core.models import PromptBundle, RolloutRecord
-from core.optimizer import Optimizer
+from core.optimizer import CurvePoint, Optimizer, OptimizerResult
 from core.protocol import PROTOCOL_ID, REFLECTION_TIMEOUT_S
 from core.selection import decide, forbidden_metadata
 from engine.chat.endpoint import Endpoint, EndpointPool, Timeouts
@@ -170,7 +170,19 @@ class _Job:
                                       retry=self.cfg.retry)
             self.optimizer = get_optimizer(self.cfg.method, seed=self.cfg.seed, reflection=client)
         started = time.monotonic()
-        result = await self.optimizer.optimize(facade, train, validation, self.seed_bundle, self.cfg.budget)
+        failure: dict[str, Any] = {"status": "completed", "failure_kind": None}
+        try:
+            result = await self.optimizer.optimize(facade, train, validation, self.seed_bundle, self.cfg.budget)
+        except (InfrastructureInvalidError, InfrastructureError) as exc:
+            # Reportable failure: the endpoints (task or reflection) kept failing. The seed bundle is kept and the
+            # selection records infrastructure_invalid_optimization; the ledger must still be closed.
+            failure = {"status": "failed", "failure_kind": "infrastructure_invalid",
+                       "error_type": type(exc).__name__, "error": str(exc)[:2000]}
+            charged = self.ledger.snapshot().charged
+            result = OptimizerResult(incumbent=self.seed_bundle, stop_reason="infrastructure_invalid",
+                                     curve=(CurvePoint(charged, 0, None, self.seed_bundle.digest,
+                                                       "infrastructure_invalid"),))
+            print(f"warning: optimization stopped, infrastructure invalid: {failure['error']}", file=sys.stderr)
         snap = self.ledger.snapshot()
         if snap.violations():
             raise ArtifactError(f"ledger not closed after optimization: {'; '.join(snap.violations())}")
@@ -194,8 +206,8 @@ class _Job:
         usage_task = _usage_totals(records)
         envelope = {
             "schema": "mas-promptbench-optimization/v1", "protocol_id": PROTOCOL_ID, "method": self.cfg.method,
-            "cell": self.identity["cell"], "cell_id": self.identity["cell_id"], "status": "completed",
-            "failure_kind": None, "seed_bundle": self.seed_bundle.to_json(),
+            "cell": self.identity["cell"], "cell_id": self.identity["cell_id"], **failure,
+            "seed_bundle": self.seed_bundle.to_json(),
             "training_ids": [r.id for r in train], "validation_ids": [r.id for r in validation],
             "incumbent_bundle": result.incumbent.to_json(), "stop_reason": result.stop_reason,
             "budget": snap.as_dict(),
