@@ -81,7 +81,7 @@ def check_out_dir(out: Path, identity: dict[str, Any]) -> bool:
     if not out.exists():
         return False
     if not job_path.exists():
-        if any(out.iterdir()):
+        if any(p.name != ".job.lock" for p in out.iterdir()):
             raise JobIdentityError(f"--out {out} is not empty and holds no job.json; use a fresh directory")
         return False
     existing = read_json(job_path)

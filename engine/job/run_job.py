@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import fcntl
 import sys
 import time
-from contextlib import AsyncExitStack
+from collections.abc import Iterator
+from contextlib import AsyncExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +37,20 @@ from topologies.prompts import seed_bundle as load_seed_bundle
 from topologies.registry import get_topology
 
 log = structlog.get_logger("engine.job")
+
+
+@contextmanager
+def job_lock(out: Path) -> Iterator[None]:
+    """One process per job directory: a second `job` on the same --out is refused while the first runs."""
+    fh = open(out / ".job.lock", "a+")
+    try:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise UsageError(f"another process is running the job in {out}; wait for it or use another --out")
+        yield
+    finally:
+        fh.close()
 
 
 class Progress:
@@ -98,6 +114,7 @@ async def run_job(cfg: JobConfig, bench: Benchmark | None = None) -> dict[str, A
                                   timeouts=Timeouts(read=REFLECTION_TIMEOUT_S))
             stack.push_async_callback(reflection.aclose)
         cfg.out.mkdir(parents=True, exist_ok=True)
+        stack.enter_context(job_lock(cfg.out))
         if not resuming:
             write_identity(cfg.out, identity)
         else:

@@ -118,3 +118,22 @@ def test_rerun_of_a_finished_job_sends_nothing(tmp_path):
     finally:
         server.stop()
     assert comparable(first) == comparable(second)
+
+
+def test_a_second_process_on_the_same_out_is_refused(tmp_path):
+    import fcntl
+
+    from core.errors import UsageError
+
+    out = tmp_path / "job"
+    out.mkdir()
+    with open(out / ".job.lock", "a+") as held:
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        server = start_sim(bench())
+        try:
+            with pytest.raises(UsageError, match="another process is running"):
+                run(out, server.base_url)
+            assert server.log == [] or all(e["kind"] != "answer" for e in server.log)
+        finally:
+            server.stop()
+    assert not (out / "job.json").exists()
