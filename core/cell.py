@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-from typing import Any
 
 from core.errors import CellError
 from core.models import Cell
@@ -104,6 +103,3 @@ def source_tables(method: str, cell: Cell) -> list[int]:
         tables.append(7)
     return sorted(set(tables))
 
-
-def cell_summary(cell: Cell) -> dict[str, Any]:
-    return {**cell.model_dump(), "registry_key": registry_key(cell)}

@@ -15,10 +15,3 @@ def wrap_answering_prompt(editable: str, contract: str) -> str:
         f"{REMINDER_MARKER}: your final message must follow the contract above exactly."
     )
 
-
-def strip_protected(text: str) -> str:
-    """The editable part of a wrapped prompt (used to check optimizers never carry the contract)."""
-    if not text.startswith(CONTRACT_MARKER):
-        return text
-    parts = text.split("\n---\n")
-    return parts[1] if len(parts) >= 3 else text

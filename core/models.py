@@ -7,7 +7,7 @@ frozen dataclasses or frozen models.
 from __future__ import annotations
 
 import enum
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -39,9 +39,6 @@ class Cell(Frozen):
     communication: str = "freeform"
     team_size: int = 1
     task_model: str = "qwen"
-
-    def grid_key(self) -> dict[str, Any]:
-        return self.model_dump()
 
 
 class PromptBundle(Frozen):
@@ -172,5 +169,3 @@ class RolloutRecord(BaseModel):
     def usable(self) -> bool:
         return self.status.usable and not self.budget_exhausted
 
-
-Phase = Literal["optimize", "validation", "test", "baseline"]

@@ -9,6 +9,7 @@ retry policy lives in one place (the runner).
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -66,7 +67,7 @@ class Endpoint:
                     text = await resp.text()
                     if resp.status != 200:
                         raise classify_status(resp.status, text, resp.headers)
-                    payload = _loads(text)
+                    payload = json.loads(text)
             except Exception as exc:
                 if isinstance(exc, (aiohttp.ClientError, OSError, TimeoutError, ValueError)):
                     raise translate_exception(exc) from exc
@@ -83,12 +84,6 @@ class Endpoint:
                     raise UsageError(f"endpoint {self.base_url} answered HTTP {resp.status} to GET /models")
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
             raise UsageError(f"endpoint {self.base_url} is unreachable: {type(exc).__name__}") from exc
-
-
-def _loads(text: str) -> Any:
-    import json
-
-    return json.loads(text)
 
 
 class EndpointPool:

@@ -6,7 +6,6 @@ The store and the content-addressed evaluation go to `<out stem>.run/` beside th
 from __future__ import annotations
 
 import argparse
-import sys
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
@@ -16,11 +15,10 @@ from core.cell import parse_cell
 from core.errors import DataError, UsageError
 from core.models import PromptBundle
 from core.protocol import condition, split_hash
-from engine.chat.endpoint import Endpoint, EndpointPool, Timeouts
 from engine.job.artifacts import read_json, write_jsonl_atomic
 from engine.job.config import SIMULATED_MODEL_ID, endpoints_from
+from engine.job.endpoints import open_task_pool
 from engine.job.evaluation import Evaluator, failure_counts
-from engine.job.simulated import SIM_BANNER, simulated_endpoint
 from engine.runner import RetryPolicy, Runner
 from engine.store import Store
 from topologies.prompts import seed_bundle
@@ -57,15 +55,9 @@ async def run_baseline(args: argparse.Namespace) -> dict[str, Any]:
     if endpoints and not args.model_id:
         raise UsageError("--model-id is required with a real --task-endpoint")
     async with AsyncExitStack() as stack:
-        urls = list(endpoints)
-        if not urls:
-            print(SIM_BANNER, file=sys.stderr, flush=True)
-            urls = [stack.enter_context(simulated_endpoint([cell.task], args.data_dir))]
-        model_id = args.model_id or SIMULATED_MODEL_ID
-        pool = EndpointPool([Endpoint(u, model_id, capacity=args.concurrency,
-                                      timeouts=Timeouts(read=args.request_timeout)) for u in urls])
-        stack.push_async_callback(pool.aclose)
-        await pool.probe()
+        pool, _ = await open_task_pool(stack, endpoints, task=cell.task, data_dir=args.data_dir,
+                                       model_id=args.model_id or SIMULATED_MODEL_ID, concurrency=args.concurrency,
+                                       request_timeout=args.request_timeout)
         store = await stack.enter_async_context(Store(work / "card.sqlite", run_id=content_hash(cond)[:24]))
         run_node = f"run/baseline/{content_hash(cond)[:24]}"
         await store.add_node(node_id=run_node, parent_id=None, instance_key="baseline", task_key="baseline",

@@ -28,7 +28,7 @@ from engine.job.data import JobData
 from engine.job.evaluation import Evaluation, Evaluator, failure_counts
 from engine.job.identity import build_identity, check_out_dir, write_identity
 from engine.job.optimization import LedgerRunner, learning_curve
-from engine.job.simulated import SIM_BANNER, simulated_endpoint
+from engine.job.endpoints import open_task_pool
 from engine.reflection import ReflectionClient
 from engine.runner import Runner
 from engine.store import Store
@@ -97,16 +97,10 @@ async def run_job(cfg: JobConfig, bench: Benchmark | None = None) -> dict[str, A
     bench, topology, optimizer, data, seed_bundle, identity = prepare(cfg, bench)
     resuming = check_out_dir(cfg.out, identity)
     async with AsyncExitStack() as stack:
-        urls = list(cfg.task_endpoints)
-        if cfg.simulated:
-            print(SIM_BANNER, file=sys.stderr, flush=True)
-            urls = [stack.enter_context(simulated_endpoint([cfg.cell.task], cfg.data_dir, delay_s=cfg.sim_delay_s,
-                                                           reflection_model=cfg.reflection_model))]
-        timeouts = Timeouts(read=cfg.request_timeout)
-        pool = EndpointPool([Endpoint(u, cfg.task_model_id, capacity=cfg.concurrency, timeouts=timeouts)
-                             for u in urls])
-        stack.push_async_callback(pool.aclose)
-        await pool.probe()
+        pool, urls = await open_task_pool(stack, cfg.task_endpoints, task=cfg.cell.task, data_dir=cfg.data_dir,
+                                          model_id=cfg.task_model_id, concurrency=cfg.concurrency,
+                                          request_timeout=cfg.request_timeout, sim_delay_s=cfg.sim_delay_s,
+                                          reflection_model=cfg.reflection_model)
         reflection: Endpoint | None = None
         if uses_reflection(cfg.method):  # its own endpoint; the simulated one when simulated without one
             reflection_url = cfg.reflection_endpoint or (urls[0] if cfg.simulated else DEFAULT_REFLECTION_URL)

@@ -22,7 +22,7 @@ from typing import Any
 from aiohttp import web
 
 from engine.sim.faults import NO_FAULTS, FaultPlan, RequestFacts, request_key
-from engine.sim.policy import SIMULATED_NOTE, Policy, request_seed_of
+from engine.sim.policy import SIMULATED_NOTE, Policy
 from engine.sim.requestlog import RequestLog
 
 SIM_HEADERS = {"X-Simulated-Endpoint": "true"}

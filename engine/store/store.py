@@ -255,9 +255,6 @@ class Store:
         return await self.write(lambda conn: self._mutation(conn, mutation_type, target_type, target_id, actor,
                                                             old, new, reason))
 
-    async def put_rollout(self, **kw: Any) -> None:
-        await self.write(lambda conn: self.op_rollout(conn, **kw))
-
     # ----------------------------------------------------------------- reads (separate connection)
     def _load(self, text: str | None) -> Any:
         if text is None:
@@ -279,9 +276,6 @@ class Store:
     def find_rollout(self, rollout_key: str) -> dict[str, Any] | None:
         row = self._rconn.execute("SELECT record FROM rollouts WHERE rollout_key=?", (rollout_key,)).fetchone()
         return None if row is None else self._load(row[0])
-
-    def count(self, table: str) -> int:
-        return self._rconn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]  # noqa: S608 (fixed names)
 
     def rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         return self._rconn.execute(sql, params).fetchall()
