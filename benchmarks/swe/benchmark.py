@@ -12,7 +12,7 @@ from core.models import AgentOutput, Row, Score
 
 from benchmarks.splits import load_splits
 from benchmarks.swe import harness, loader
-from benchmarks.swe.patch import check_output, extract_patch, normalize_patch
+from benchmarks.swe.patch import check_output, normalize_patch
 
 PACKAGE_DIR = Path(__file__).parent
 
@@ -79,13 +79,13 @@ class SWEBenchmark:
     def score_runner(self, row: Row, output: AgentOutput) -> Score:
         """Full SWE-bench rule in the instance image; HarnessUnavailable without Docker/swebench."""
         harness.require_harness()
-        patch = extract_patch(output.text)
+        patch = check_output(output.text, output.metadata).patch  # the checkout's diff first (protocol §10)
         if patch is None:
             return self.score(row, output)
         return harness.run_harness(row, patch)
 
     def vote_key(self, row: Row, output: AgentOutput) -> str | None:
-        return normalize_patch(extract_patch(output.text))
+        return normalize_patch(check_output(output.text, output.metadata).patch)
 
     def simulate(self, row: Row, mode: str | None, rng: random.Random) -> SimReply:
         intro = rng.choice(["Here is the fix.", "The patch below resolves the issue.", "Proposed change:"])

@@ -80,3 +80,13 @@ def test_extracted_patch_is_the_diff_itself():
     """protocol-v1 §10 SWE: the patch handed on (vote key, harness) is the diff, stripped, not the prose."""
     assert extract_patch(f"Here it is:\n{DIFF}") == DIFF.strip()
     assert extract_patch(f"```diff\n{DIFF}```") == DIFF.strip()
+
+
+def test_vote_key_reads_the_checkout_diff_first():
+    """protocol-v1 §10 SWE: the patch is the checkout's diff, for voting as for scoring."""
+    from benchmarks.swe.patch import normalize_patch
+
+    prose = AgentOutput(text="I edited m.py with the tools.", metadata={"checkout_diff": DIFF})
+    fenced = AgentOutput(text=f"```diff\n{DIFF}```")
+    assert BENCHMARK.vote_key(None, prose) == BENCHMARK.vote_key(None, fenced) == normalize_patch(DIFF)  # type: ignore[arg-type]
+    assert BENCHMARK.vote_key(None, AgentOutput(text="no patch")) is None  # type: ignore[arg-type]
