@@ -9,7 +9,7 @@ from typing import Any, Sequence
 
 from benchmarks.apibank import loader
 from benchmarks.apibank.calls import CallParseError, extract_call, format_call, normalize_params, parse_call
-from benchmarks.apibank.scoring import Embedder, score_call
+from benchmarks.apibank.scoring import Embedder, checkout_problem, score_call
 from core.benchmark import FailureMode, SimReply, Splits
 from core.errors import DataError
 from core.models import AgentOutput, Row, Score
@@ -78,6 +78,14 @@ class ApiBankBenchmark:
 
     def contract(self, version: int = 1) -> str:
         return CONTRACT_V2 if version == 2 else CONTRACT_V1
+
+    def scorer_problem(self) -> str | None:
+        """Why the protocol scorer cannot run here (for a preflight refusal before any rollout), else None."""
+        try:
+            root: Path | None = loader.resolve_root(self.root)
+        except DataError as exc:
+            return str(exc)
+        return checkout_problem(root)
 
     def score(self, row: Row, output: AgentOutput) -> Score:
         """protocol-v1 §5.7/§10 API-Bank metric (benchmarks.apibank.scoring); refuses rather than substitutes."""

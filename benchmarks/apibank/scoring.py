@@ -82,16 +82,23 @@ def score_call(row: Row, text: str | None, root: Path | None, embedder: Embedder
                           f"{gold['gold_call']} ({meta['check']} check: {why}).")
 
 
+def checkout_problem(root: Path | None) -> str | None:
+    """None when the replay check can run (or argument matching was explicitly allowed), else why not."""
+    if (root is not None and checkout_available(root)) or os.environ.get(ALLOW_ARGUMENT_MATCH_ENV) == "1":
+        return None
+    return (f"API-Bank replay check needs the API-Bank checkout (apis/ and init_database/) at {root or '?'} or "
+            f"{loader.ENV_VAR}; refusing to score otherwise ({ALLOW_ARGUMENT_MATCH_ENV}=1 scores by argument "
+            "matching, marked non-conformant)")
+
+
 def _replay_or_refuse(row: Row, name: str, params: dict[str, Any], root: Path | None) -> tuple[bool, str, dict[str, Any]]:
     gold = row.gold
     if root is not None and checkout_available(root):
         correct, error = replay_check(root, gold, name, params)
         return correct, error or "API result differs from the expected call's result", {"check": "replay"}
-    if os.environ.get(ALLOW_ARGUMENT_MATCH_ENV) != "1":
-        raise ScorerUnavailable(
-            f"API-Bank replay check needs the API-Bank checkout (apis/ and init_database/) at {root or '?'} or "
-            f"{loader.ENV_VAR}; refusing to score {row.id} otherwise ({ALLOW_ARGUMENT_MATCH_ENV}=1 scores by "
-            "argument matching, marked non-conformant)")
+    problem = checkout_problem(root)
+    if problem is not None:
+        raise ScorerUnavailable(f"{row.id}: {problem}")
     expected = gold["param_dict"]
     marks = {"check": "argument_match", "protocol_conformant": False}
     if set(params) != set(expected):

@@ -145,11 +145,14 @@ def test_no_checkout_refuses_replay_and_marks_the_opt_in(tmp_path, monkeypatch):
     bench = ApiBankBenchmark(root=str(tmp_path), toolsearcher_embedder=bag_of_words_embedder)
     reminder, search = bench.load_rows([L1_REMINDER, L2_SEARCH])
     monkeypatch.delenv("APIBANK_ALLOW_ARGUMENT_MATCH", raising=False)
+    assert "replay check needs the API-Bank checkout" in (bench.scorer_problem() or "")  # preflight
+    assert ApiBankBenchmark(root=str(ROOT)).scorer_problem() is None
     with pytest.raises(ScorerUnavailable, match="replay check needs the API-Bank checkout"):
         bench.score(reminder, AgentOutput(text=REMINDER))
     # the official ToolSearcher reads only the recorded dialogues, so it still runs
     assert bench.score(search, AgentOutput(text="[ToolSearcher(keywords='stock price')]")).value == 1.0
     monkeypatch.setenv("APIBANK_ALLOW_ARGUMENT_MATCH", "1")
+    assert bench.scorer_problem() is None
     marked = bench.score(reminder, AgentOutput(text=REMINDER))
     assert marked.value == 1.0 and marked.metadata == {**marked.metadata, "check": "argument_match",
                                                        "protocol_conformant": False}
