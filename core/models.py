@@ -30,6 +30,39 @@ class RolloutStatus(str, enum.Enum):
         return self is not RolloutStatus.INFRASTRUCTURE_FAILURE
 
 
+class FailureKind(str, enum.Enum):
+    """Why an optimization failed (protocol-v1 section 6, optimization.json `failure_kind`).
+
+    infrastructure_invalid  the endpoints kept failing: reportable, the seed bundle is kept
+    contract_failure        the method broke an engine contract (ContractError, BudgetError): the job stops
+    program_failure         any other exception inside the method (a bug): the job stops
+    ambiguous_external      the method failed while ledger reservations were still open, so which rollouts were
+                            charged is unknown: the job stops (takes precedence over the two above)
+    """
+
+    INFRASTRUCTURE_INVALID = "infrastructure_invalid"
+    CONTRACT_FAILURE = "contract_failure"
+    PROGRAM_FAILURE = "program_failure"
+    AMBIGUOUS_EXTERNAL = "ambiguous_external"
+
+    @property
+    def reportable(self) -> bool:
+        return self is FailureKind.INFRASTRUCTURE_INVALID
+
+    @classmethod
+    def of(cls, error_kind: str, open_reservations: int) -> "FailureKind":
+        """The kind for an exception whose core.errors `kind` is `error_kind`, raised with `open_reservations`
+        ledger slots still reserved (pure: the caller passes both values)."""
+        if error_kind in ("infrastructure_invalid", "infrastructure", "connection_error", "timeout", "http_status",
+                          "bad_request", "malformed_response") and open_reservations == 0:
+            return cls.INFRASTRUCTURE_INVALID
+        if open_reservations > 0:
+            return cls.AMBIGUOUS_EXTERNAL
+        if error_kind in ("contract_error", "budget_error"):
+            return cls.CONTRACT_FAILURE
+        return cls.PROGRAM_FAILURE
+
+
 class Cell(Frozen):
     """(task, topology, framework, communication format, team size, task model)."""
 

@@ -9,7 +9,7 @@ from typing import Any, Sequence
 
 from benchmarks.apibank import loader
 from benchmarks.apibank.calls import CallParseError, extract_call, format_call, normalize_params, parse_call
-from benchmarks.apibank.replay import checkout_available, replay_check
+from benchmarks.apibank.scoring import Embedder, checkout_problem, score_call
 from core.benchmark import FailureMode, SimReply, Splits
 from core.errors import DataError
 from core.models import AgentOutput, Row, Score
@@ -47,24 +47,14 @@ def _render_turn(turn: dict[str, Any]) -> str:
     return f"{turn.get('role', 'User')}: {turn.get('text', '')}"
 
 
-def _values_equal(a: Any, b: Any) -> bool:
-    return a == b or str(a).strip() == str(b).strip()
-
-
 class ApiBankBenchmark:
     name = "apibank"
     answer_format = "one bracketed call [ApiName(key='value', ...)]"
     failure_modes = FAILURE_MODES
 
-    def __init__(self, root: str | None = None) -> None:
+    def __init__(self, root: str | None = None, toolsearcher_embedder: Embedder | None = None) -> None:
         self.root = root
-
-    def _checkout(self) -> Path | None:
-        try:
-            root = loader.resolve_root(self.root)
-        except DataError:
-            return None
-        return root if checkout_available(root) else None
+        self.toolsearcher_embedder = toolsearcher_embedder
 
     def splits(self) -> Splits:
         from benchmarks.splits import load_splits
@@ -89,47 +79,21 @@ class ApiBankBenchmark:
     def contract(self, version: int = 1) -> str:
         return CONTRACT_V2 if version == 2 else CONTRACT_V1
 
-    def score(self, row: Row, output: AgentOutput) -> Score:
-        gold = row.gold
-        call = extract_call(output.text)
-        meta: dict[str, Any] = {"gold_call": gold["gold_call"], "predicted_call": call, "check": None}
-        if call is None:
-            return Score(value=0.0, malformed=True, metadata=meta,
-                         feedback=f"No bracketed API call found; expected one call like {gold['gold_call']}.")
+    def scorer_problem(self) -> str | None:
+        """Why the protocol scorer cannot run here (for a preflight refusal before any rollout), else None."""
         try:
-            name, params = parse_call(call)
-        except CallParseError as exc:
-            detail = ("uses positional arguments; use keyword arguments only" if exc.reason == "positional"
-                      else f"could not be parsed ({exc})")
-            return Score(value=0.0, metadata={**meta, "parse_error": exc.reason},
-                         feedback=f"Unparsable call: {call[:200]} {detail}.")
-        params = normalize_params(params)
-        if name != gold["api_name"]:
-            return Score(value=0.0, metadata=meta,
-                         feedback=f"Wrong API: called {name}, expected {gold['api_name']} ({gold['gold_call']}).")
-        correct, why, check = self._check(row, name, params)
-        meta["check"] = check
-        if correct:
-            return Score(value=1.0, metadata=meta, feedback=f"Correct: {call} passes the {check} check.")
-        return Score(value=0.0, metadata={**meta, "error": why},
-                     feedback=f"Argument mismatch: {call[:300]} does not reproduce the expected call "
-                              f"{gold['gold_call']} ({check} check: {why}).")
+            root: Path | None = loader.resolve_root(self.root)
+        except DataError as exc:
+            return str(exc)
+        return checkout_problem(root)
 
-    def _check(self, row: Row, name: str, params: dict[str, Any]) -> tuple[bool, str, str]:
-        gold = row.gold
-        if name == "ToolSearcher":
-            want = " ".join(str(gold["param_dict"].get("keywords", "")).lower().split())
-            got = " ".join(str(params.get("keywords", "")).lower().split())
-            return got == want, f"keywords {got!r} != {want!r}", "toolsearcher_keywords"
-        root = self._checkout()
-        if root is not None:
-            correct, error = replay_check(root, gold, name, params)
-            return correct, error or "API result differs from the expected call's result", "replay"
-        expected = gold["param_dict"]
-        if set(params) != set(expected):
-            return False, f"keys {sorted(params)} != {sorted(expected)}", "argument_match"
-        wrong = [k for k in expected if not _values_equal(params[k], expected[k])]
-        return not wrong, f"different value(s) for {', '.join(wrong)}", "argument_match"
+    def score(self, row: Row, output: AgentOutput) -> Score:
+        """protocol-v1 §5.7/§10 API-Bank metric (benchmarks.apibank.scoring); refuses rather than substitutes."""
+        try:
+            root: Path | None = loader.resolve_root(self.root)
+        except DataError:
+            root = None
+        return score_call(row, output.text, root, self.toolsearcher_embedder)
 
     def vote_key(self, row: Row, output: AgentOutput) -> str | None:
         call = extract_call(output.text)

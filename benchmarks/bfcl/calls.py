@@ -1,14 +1,17 @@
-"""Read a BFCL answer: canonical call lists `[{"function_name": {"arg": value}}, ...]`.
+"""Read a BFCL answer as the call list handed to the official checker (protocol-v1 section 10, BFCL).
 
-Two sources (protocol-v1 section 10):
+Two sources:
 * native tool calls (single, independent): `AgentOutput.tool_calls`, the calls of the first model message
   that has any, in OpenAI shape {"name", "arguments"} (arguments a JSON string or a dict), or wrapped as
-  {"type": "function", "function": {...}}; tool names are mapped back to BFCL names ("math_factorial" ->
-  "math.factorial") when the row's functions are given;
-* text (multi-agent roles): the LAST fenced block of `AgentOutput.text` that parses as a non-empty JSON list
-  of call objects. Common non-canonical call shapes ({"name": f, "arguments": {...}} and the like) are
-  rewritten to {f: {...}}; a literal TERMINATE marker (group-chat stop word) is ignored. Text names are
-  kept as written.
+  {"type": "function", "function": {...}}; each becomes {name: arguments}. Tool names are mapped back to the
+  BFCL names the tools were offered under ("math_factorial" -> "math.factorial", the inverse of
+  benchmarks.bfcl.tools' own encoding) when the row's functions are given;
+* text (multi-agent roles): "contract JSON list in the last fenced block that is a list of objects": the LAST
+  fenced block whose JSON is a non-empty list of objects, handed on AS WRITTEN. No call shape is rewritten:
+  {"name": f, "arguments": {...}} reaches the official format check and checker as the model wrote it (and
+  fails there, as in BFCL's own pipeline). A literal TERMINATE marker (group-chat stop word) is removed
+  first so it cannot break a fence. Non-finite numbers (NaN, Infinity) are not JSON: such a block does not
+  parse.
 """
 
 from __future__ import annotations
@@ -22,12 +25,10 @@ from core.models import AgentOutput
 
 from benchmarks.bfcl.tools import original_names
 
-_FENCE_RE = re.compile(r"```[\w+-]*[ \t]*\n?(.*?)```", re.DOTALL)
+_FENCE_RE = re.compile(r"```(?:\w*)\s*([\s\S]*?)\s*```")
 _TERMINATE_RE = re.compile(r"\bTERMINATE\b")
-_NAME_ARGS_KEYS = (("name", "arguments"), ("name", "args"), ("fn_name", "args"), ("function_name", "arguments"),
-                   ("function", "arguments"), ("function", "args"))
 
-Call = dict[str, dict[str, Any]]
+Call = dict[str, Any]  # canonically {function_name: {argument: value}}; text answers are passed on as written
 
 
 def _reject_constant(token: str) -> Any:
@@ -67,42 +68,27 @@ def calls_from_tool_calls(tool_calls: Iterable[dict[str, Any]],
 
 
 def calls_from_text(text: str) -> list[Call] | None:
+    """The last fenced block whose JSON is a non-empty list of objects, unchanged; None when there is none."""
     text = _TERMINATE_RE.sub("", text)
     for block in reversed(_FENCE_RE.findall(text)):
         try:
             parsed = _loads(block)
         except ValueError:
             continue
-        calls = _canonical_list(parsed)
-        if calls is not None:
-            return calls
+        if isinstance(parsed, list) and parsed and all(isinstance(item, dict) for item in parsed):
+            return parsed
     return None
 
 
-def _canonical_list(parsed: Any) -> list[Call] | None:
-    if not isinstance(parsed, list) or not parsed:
-        return None
-    calls: list[Call] = []
-    for item in parsed:
-        call = _canonical_call(item)
-        if call is None:
-            return None
-        calls.append(call)
-    return calls
-
-
-def _canonical_call(item: Any) -> Call | None:
-    if not isinstance(item, dict):
-        return None
-    for name_key, args_key in _NAME_ARGS_KEYS:
-        name, arguments = item.get(name_key), item.get(args_key)
-        if len(item) <= 3 and isinstance(name, str) and isinstance(arguments, dict):
-            return {name: arguments}
-    if len(item) == 1:
-        name, arguments = next(iter(item.items()))
-        if isinstance(arguments, dict):
-            return {name: arguments}
-    return None
+def is_call_format(calls: list[Any]) -> bool:
+    """BFCL's own format gate before the AST checker (bfcl_eval.utils.is_function_calling_format_output):
+    a list of dicts, each with exactly one key whose value is a dict (exact types)."""
+    if type(calls) is not list:
+        return False
+    for item in calls:
+        if type(item) is not dict or len(item) != 1 or type(next(iter(item.values()))) is not dict:
+            return False
+    return True
 
 
 def call_name(call: Call) -> str:

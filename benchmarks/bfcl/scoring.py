@@ -18,12 +18,17 @@ from collections import Counter
 from typing import Any
 
 from benchmarks.bfcl import checker
-from benchmarks.bfcl.calls import Call, call_name, extract_calls
+from benchmarks.bfcl.calls import Call, call_name, extract_calls, is_call_format
 from benchmarks.bfcl.data import checker_category
 from core.benchmark import FailureMode
 from core.models import AgentOutput, Row, Score
 
 CORRECT_FEEDBACK = "Correct: the function call(s) match an accepted answer (official BFCL AST checker)."
+FORMAT_FEEDBACK = (
+    "Incorrect: no parsable function call in the required shape (BFCL's format check): every call must be an "
+    'object with exactly one key, the function name, whose value is the object of arguments, like '
+    '[{"function_name": {"argument": value}}].'
+)
 MALFORMED_FEEDBACK = (
     "Incorrect: no parsable function call. The answer had no tool call and no fenced json block holding a "
     'non-empty list of call objects like [{"function_name": {"argument": value}}].'
@@ -78,9 +83,15 @@ def score(row: Row, output: AgentOutput) -> Score:
                             "category": category}
     if calls is None:
         return Score(value=0.0, feedback=MALFORMED_FEEDBACK, malformed=True,
-                     metadata={**meta, "failure": "no_parsable_call", "error_type": None, "n_calls": 0})
+                     metadata={**meta, "failure": "no_parsable_call", "error_type": None, "n_calls": 0,
+                               "source": "tool_calls" if output.tool_calls else "text"})
     ground_truth = row.gold["ground_truth"]
     meta["n_calls"] = len(calls)
+    meta["source"] = "tool_calls" if output.tool_calls else "text"
+    if not is_call_format(calls):  # BFCL's pipeline rejects these before its checker (decoder_wrong_output_format)
+        return Score(value=0.0, feedback=FORMAT_FEEDBACK, malformed=True,
+                     metadata={**meta, "failure": "wrong_output_format",
+                               "error_type": "ast_decoder:decoder_wrong_output_format"})
     try:
         result = checker.run_ast_checker(row.task["functions"], calls, ground_truth, checker_category(category))
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:

@@ -1,8 +1,12 @@
 """GPQA letter extraction and scoring.
 
-Markdown emphasis (* _ `) is stripped first; then the patterns are tried in order and the LAST match of the
-FIRST pattern that matches wins: (1) "Answer: X" / "Final answer: X" (also "answer is X"), (2) "option X" /
-"choice X", (3) a bare letter on its own line. A letter must stand alone (not the first letter of a word).
+Protocol-v1 section 10 (GPQA): strip markdown emphasis (* _ `); then try the patterns in order and take the
+LAST match of the FIRST pattern that matches:
+  (1) "Answer: X" / "Final answer: X" (colons/whitespace between; case-insensitive; X may be parenthesised),
+  (2) "option X" / "choice X" (optionally "option is X"),
+  (3) a bare letter line: a line that is only an upper-case A-D (optionally "(B)", "B)" or "B.").
+"Answer is X" is none of these (the protocol lists no such pattern). X must stand alone: the first letter of a
+word ("Answer: because ...") is not an option letter.
 """
 
 from __future__ import annotations
@@ -14,9 +18,9 @@ from core.models import Score
 _EMPHASIS = re.compile(r"[*_`]+")
 _LETTER = r"\(?([A-Da-d])\)?(?![A-Za-z0-9])"
 PATTERNS = (
-    re.compile(r"\b(?:final\s+)?answer\b\s*(?:is\b)?\s*[:=\-]?\s*" + _LETTER, re.IGNORECASE),
-    re.compile(r"\b(?:option|choice)\b\s*(?:is\b)?\s*[:=\-]?\s*" + _LETTER, re.IGNORECASE),
-    re.compile(r"^\s*" + _LETTER + r"\s*[.)]?\s*$", re.MULTILINE),
+    re.compile(r"\b(?:final\s+)?answer\b[:\s]*" + _LETTER, re.IGNORECASE),
+    re.compile(r"\b(?:option|choice)\b\s*(?:is\b)?[:\s]*" + _LETTER, re.IGNORECASE),
+    re.compile(r"^[ \t]*\(?([A-D])\)?[ \t]*\.?[ \t]*$", re.MULTILINE),
 )
 _ANSWER_LINE = re.compile(r"\b(?:final\s+)?answer\s*:", re.IGNORECASE)
 

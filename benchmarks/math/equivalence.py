@@ -1,43 +1,45 @@
-"""MATH answer extraction and the Hendrycks `is_equiv` normalisation, re-implemented from its description.
+"""MATH answer extraction and Hendrycks' `is_equiv` (hendrycks/math, modeling/math_equivalence.py).
 
-`last_boxed` returns the content of the last \\boxed{...} (or \\fbox{...}) with brace counting.
-`strip_string` applies the published normalisation: drop line breaks, `\\!`, spaces, \\left/\\right, degree
-marks, `\\$`, `\\%`, trailing `\\text{ unit}`; tfrac/dfrac -> frac; \\frac12 -> \\frac{1}{2}; \\sqrt3 -> \\sqrt{3};
-0.5 -> \\frac{1}{2}; integer a/b -> \\frac{a}{b}; a leading ".5" -> "0.5"; a short "x =" prefix is dropped.
-`is_equiv` compares the normalised strings (falling back to raw equality if normalisation fails).
+Protocol-v1 section 5.7: "Hendrycks is_equiv of last \\boxed{}"; section 10: "Last \\boxed{} with brace counting".
+
+`last_boxed` returns the content of the last `\\boxed{` (found with rfind) with brace counting; unbalanced -> None.
+No other box form is recognised (no `\\fbox`, no `\\boxed 5`): the protocol names only `\\boxed{}`.
+
+`strip_string` is the published normalisation, written to behave exactly like it, including where the published
+code raises (a second "\\text{ " unit marker, a `\\frac` or `\\sqrt` with nothing after it): `is_equiv` then falls
+back to raw string equality, as the published `is_equiv` does with its bare `except`. Steps: drop line breaks,
+`\\!`; `\\\\` -> `\\`; tfrac/dfrac -> frac; drop \\left/\\right, degree marks, `\\$`; cut right units at "\\text{ ";
+drop `\\%` and `%`; " ." -> " 0.", "{." -> "{0.", a leading "." gets a 0; drop a left side of at most 2 chars
+before a single "="; \\sqrt3 -> \\sqrt{3}; drop spaces; \\frac12 -> \\frac{1}{2}; "0.5" -> \\frac{1}{2};
+integer "a/b" -> \\frac{a}{b}.
 """
 
 from __future__ import annotations
 
-import re
+_BOX = "\\boxed{"
 
-_BOX_MARKERS = ("\\boxed", "\\fbox")
+
+class _Unnormalisable(Exception):
+    """The published normaliser raises on this input; is_equiv compares the raw strings instead."""
 
 
 def last_boxed(text: str | None) -> str | None:
-    """Content of the last \\boxed{...} / \\fbox{...} (nested braces counted), \\boxed 5 style too; else None."""
+    """Content of the last \\boxed{...} (nested braces counted); None if absent or unbalanced."""
     if not text:
         return None
-    start = max(text.rfind(marker) for marker in _BOX_MARKERS)
+    start = text.rfind(_BOX)
     if start < 0:
         return None
-    marker = next(m for m in _BOX_MARKERS if text.startswith(m, start))
-    rest = text[start + len(marker):]
-    if rest.startswith(" ") and not rest.lstrip().startswith("{"):
-        # "\boxed 5": the argument runs to the next "$" or end of line
-        return re.split(r"[$\n]", rest.strip(), maxsplit=1)[0].strip() or None
-    rest = rest.lstrip()
-    if not rest.startswith("{"):
-        return None
     depth = 0
-    for i, ch in enumerate(rest):
-        if ch == "{":
+    first = start + len(_BOX) - 1
+    for i in range(first, len(text)):
+        if text[i] == "{":
             depth += 1
-        elif ch == "}":
+        elif text[i] == "}":
             depth -= 1
             if depth == 0:
-                return rest[1:i]
-    return None  # unbalanced
+                return text[first + 1:i]
+    return None
 
 
 def _fix_fracs(string: str) -> str:
@@ -45,16 +47,15 @@ def _fix_fracs(string: str) -> str:
     out = parts[0]
     for part in parts[1:]:
         out += "\\frac"
-        if part.startswith("{"):
+        if not part:
+            raise _Unnormalisable("\\frac with nothing after it")
+        if part[0] == "{":
             out += part
             continue
         if len(part) < 2:
             return string
         a, b, post = part[0], part[1], part[2:]
-        if b != "{":
-            out += "{" + a + "}{" + b + "}" + post
-        else:
-            out += "{" + a + "}" + b + post
+        out += ("{" + a + "}{" + b + "}" + post) if b != "{" else ("{" + a + "}" + b + post)
     return out
 
 
@@ -62,16 +63,22 @@ def _fix_a_slash_b(string: str) -> str:
     pieces = string.split("/")
     if len(pieces) != 2:
         return string
-    a, b = pieces
-    if re.fullmatch(r"-?\d+", a) and re.fullmatch(r"-?\d+", b) and f"{int(a)}/{int(b)}" == string:
-        return "\\frac{" + str(int(a)) + "}{" + str(int(b)) + "}"
-    return string
+    try:
+        a, b = int(pieces[0]), int(pieces[1])
+    except ValueError:
+        return string
+    if string != f"{a}/{b}":
+        return string
+    return "\\frac{" + str(a) + "}{" + str(b) + "}"
 
 
 def _remove_right_units(string: str) -> str:
-    if "\\text{ " in string:
-        return string.split("\\text{ ")[0]
-    return string
+    if "\\text{ " not in string:
+        return string
+    splits = string.split("\\text{ ")
+    if len(splits) != 2:
+        raise _Unnormalisable("more than one '\\text{ ' unit marker")
+    return splits[0]
 
 
 def _fix_sqrt(string: str) -> str:
@@ -80,22 +87,29 @@ def _fix_sqrt(string: str) -> str:
     parts = string.split("\\sqrt")
     out = parts[0]
     for part in parts[1:]:
-        if part and part[0] != "{":
-            out += "\\sqrt{" + part[0] + "}" + part[1:]
-        else:
-            out += "\\sqrt" + part
+        if not part:
+            raise _Unnormalisable("\\sqrt with nothing after it")
+        out += ("\\sqrt{" + part[0] + "}" + part[1:]) if part[0] != "{" else ("\\sqrt" + part)
     return out
 
 
 def strip_string(string: str) -> str:
-    """Hendrycks-style normalisation of an answer string."""
+    """Hendrycks' normalisation; the input unchanged where the published code raises (for feedback/voting)."""
+    try:
+        return _strip(string)
+    except _Unnormalisable:
+        return string
+
+
+def _strip(string: str) -> str:
+    """Hendrycks' normalisation. Raises _Unnormalisable where the published code raises."""
     s = string.replace("\n", "").replace("\\!", "").replace("\\\\", "\\")
     s = s.replace("tfrac", "frac").replace("dfrac", "frac")
     s = s.replace("\\left", "").replace("\\right", "")
     s = s.replace("^{\\circ}", "").replace("^\\circ", "")
     s = s.replace("\\$", "")
     s = _remove_right_units(s)
-    s = s.replace("\\%", "")
+    s = s.replace("\\%", "").replace("%", "")
     s = s.replace(" .", " 0.").replace("{.", "{0.")
     if not s:
         return s
@@ -109,15 +123,15 @@ def strip_string(string: str) -> str:
     s = _fix_fracs(s)
     if s == "0.5":
         s = "\\frac{1}{2}"
-    s = _fix_a_slash_b(s)
-    return s
+    return _fix_a_slash_b(s)
 
 
 def is_equiv(a: str | None, b: str | None) -> bool:
-    """Hendrycks equivalence: equal after `strip_string` (None never equals an answer)."""
+    """Hendrycks equivalence: both None -> True; one None -> False; else equal after `strip_string`, or raw
+    equality when the normalisation raises."""
     if a is None or b is None:
         return a is None and b is None
     try:
-        return strip_string(a) == strip_string(b)
-    except Exception:  # a normaliser bug must not decide the score differently from raw equality
+        return _strip(a) == _strip(b)
+    except _Unnormalisable:
         return a == b

@@ -12,7 +12,7 @@ from core.models import AgentOutput, Row, Score
 
 from benchmarks.splits import load_splits
 from benchmarks.swe import harness, loader
-from benchmarks.swe.patch import check_patch, extract_patch, normalize_patch
+from benchmarks.swe.patch import check_output, normalize_patch
 
 PACKAGE_DIR = Path(__file__).parent
 
@@ -30,8 +30,6 @@ FAILURE_MODES = (
                 "Always end with exactly one fenced ```diff block containing the unified diff.", 0.25),
     FailureMode("missing_header", r"Diff has no file header",
                 "Start every file in the diff with '--- a/<path>' and '+++ b/<path>' header lines.", 0.2),
-    FailureMode("no_hunk", r"Diff has no hunk header",
-                "Give every change an '@@ -start,count +start,count @@' hunk header.", 0.15),
     FailureMode("no_changes", r"Diff changes no lines",
                 "Make sure the diff contains the actual '+'/'-' changed lines, not only context.", 0.15),
 )
@@ -69,11 +67,11 @@ class SWEBenchmark:
         raise ValueError(f"unknown contract version {version}")
 
     def score(self, row: Row, output: AgentOutput) -> Score:
-        result = check_patch(output.text)
+        result = check_output(output.text, output.metadata)
         return Score(value=1.0 if result.ok else 0.0, feedback=result.feedback,
                      malformed=result.problem == "no_diff_block",
                      metadata={"kind": result.problem or "pass", "files": result.files, "added": result.added,
-                               "removed": result.removed, "rule": "structural"})
+                               "removed": result.removed, "rule": "structural", "patch_source": result.source})
 
     async def score_async(self, row: Row, output: AgentOutput) -> Score:
         return self.score(row, output)
@@ -81,13 +79,13 @@ class SWEBenchmark:
     def score_runner(self, row: Row, output: AgentOutput) -> Score:
         """Full SWE-bench rule in the instance image; HarnessUnavailable without Docker/swebench."""
         harness.require_harness()
-        patch = extract_patch(output.text)
+        patch = check_output(output.text, output.metadata).patch  # the checkout's diff first (protocol §10)
         if patch is None:
             return self.score(row, output)
         return harness.run_harness(row, patch)
 
     def vote_key(self, row: Row, output: AgentOutput) -> str | None:
-        return normalize_patch(extract_patch(output.text))
+        return normalize_patch(check_output(output.text, output.metadata).patch)
 
     def simulate(self, row: Row, mode: str | None, rng: random.Random) -> SimReply:
         intro = rng.choice(["Here is the fix.", "The patch below resolves the issue.", "Proposed change:"])
@@ -98,10 +96,7 @@ class SWEBenchmark:
             return SimReply(f"{intro} I would change the faulty condition in the module so the issue goes away.")
         if mode == "missing_header":
             body = "\n".join(line for line in patch.splitlines()
-                             if not line.startswith(("--- ", "+++ ", "diff --git", "index ")))
-            return SimReply(f"{intro}\n\n```diff\n{body}\n```\n")
-        if mode == "no_hunk":
-            body = "\n".join(line for line in patch.splitlines() if not line.startswith("@@"))
+                             if not line.startswith(("--- ", "+++ ", "diff --git", "index ", "@@")))
             return SimReply(f"{intro}\n\n```diff\n{body}\n```\n")
         if mode == "no_changes":
             body = "\n".join(line for line in patch.splitlines()

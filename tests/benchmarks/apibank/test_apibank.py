@@ -1,3 +1,4 @@
+import hashlib
 import random
 import re
 import shutil
@@ -8,6 +9,7 @@ import pytest
 
 from benchmarks.apibank import BENCHMARK, ApiBankBenchmark, extract_call, format_call, parse_call
 from benchmarks.apibank.calls import CallParseError
+from benchmarks.apibank.scoring import ScorerUnavailable
 from core.benchmark import Benchmark
 from core.errors import DataError
 from core.models import AgentOutput
@@ -31,16 +33,24 @@ def _restore_modules():
         del sys.modules[key]
 
 
+def unrelated_texts_embedder(text: str) -> list[float]:
+    """Test double for the ToolSearcher embedding: every distinct text gets its own axis, so no API resembles
+    keywords that were never recorded (the official search then finds nothing)."""
+    vector = [0.0] * 4096
+    vector[int(hashlib.sha256(text.encode()).hexdigest(), 16) % 4096] = 1.0
+    return vector
+
+
 @pytest.fixture
 def bench() -> ApiBankBenchmark:
-    return ApiBankBenchmark(root=str(ROOT))
+    return ApiBankBenchmark(root=str(ROOT), toolsearcher_embedder=unrelated_texts_embedder)
 
 
 @pytest.fixture
 def bench_without_checkout(tmp_path) -> ApiBankBenchmark:
     shutil.copytree(ROOT / "lv1-lv2-samples", tmp_path / "lv1-lv2-samples")
     shutil.copytree(ROOT / "test-data", tmp_path / "test-data")
-    return ApiBankBenchmark(root=str(tmp_path))
+    return ApiBankBenchmark(root=str(tmp_path), toolsearcher_embedder=unrelated_texts_embedder)
 
 
 def test_protocol_and_splits():
@@ -131,11 +141,18 @@ def test_scorer_replay_path(bench):
     assert _score(bench, l3, "[QueryStock(stock_code='AAPL', date='2023-03-11')]").value == 0.0
 
 
-def test_scorer_argument_match_path(bench_without_checkout):
+def test_scorer_argument_match_path(bench_without_checkout, monkeypatch):
     bench = bench_without_checkout
     (reminder,) = bench.load_rows([L1_REMINDER])
-    right = _score(bench, reminder, f"[AddReminder(token='{TOKEN}', content='Call mom', time='2023-03-16 14:30:00')]")
+    call = f"[AddReminder(token='{TOKEN}', content='Call mom', time='2023-03-16 14:30:00')]"
+    # protocol-v1 §10 API-Bank: without the checkout the replay check cannot run -> refused, never substituted
+    monkeypatch.delenv("APIBANK_ALLOW_ARGUMENT_MATCH", raising=False)
+    with pytest.raises(ScorerUnavailable, match="APIBANK_ALLOW_ARGUMENT_MATCH=1"):
+        _score(bench, reminder, call)
+    monkeypatch.setenv("APIBANK_ALLOW_ARGUMENT_MATCH", "1")  # explicit opt-in: marked non-conformant
+    right = _score(bench, reminder, call)
     assert right.value == 1.0 and right.metadata["check"] == "argument_match"
+    assert right.metadata["protocol_conformant"] is False
     wrong = _score(bench, reminder, f"[AddReminder(token='{TOKEN}', content='Call dad', time='2023-03-16 14:30:00')]")
     assert wrong.value == 0.0 and "different value(s) for content" in wrong.feedback
     missing = _score(bench, reminder, f"[AddReminder(token='{TOKEN}', content='Call mom')]")
@@ -144,9 +161,11 @@ def test_scorer_argument_match_path(bench_without_checkout):
 
 def test_scorer_common_failures(bench):
     search, reminder = bench.load_rows([L2_SEARCH, L1_REMINDER])
-    assert _score(bench, search, "[ToolSearcher(keywords='Stock  Price')]").value == 1.0
+    recorded = _score(bench, search, "[ToolSearcher(keywords='Stock  Price')]")
+    assert recorded.value == 1.0 and recorded.metadata["toolsearcher_source"] == "recorded"
     ts_wrong = _score(bench, search, "[ToolSearcher(keywords='weather')]")
-    assert ts_wrong.value == 0.0 and ts_wrong.metadata["check"] == "toolsearcher_keywords"
+    assert ts_wrong.value == 0.0 and ts_wrong.metadata["check"] == "toolsearcher_official"
+    assert ts_wrong.metadata["toolsearcher_source"] == "embedding"
     wrong_api = _score(bench, reminder, "[AddAlarm(token='x', time='y')]")
     assert wrong_api.value == 0.0 and "Wrong API: called AddAlarm, expected AddReminder" in wrong_api.feedback
     positional = _score(bench, reminder, f"[AddReminder('{TOKEN}', 'Call mom', '2023-03-16 14:30:00')]")
@@ -160,8 +179,10 @@ def test_scorer_common_failures(bench):
 
 
 @pytest.mark.parametrize("use_checkout", [True, False])
-def test_simulate_matches_failure_modes(use_checkout, bench, bench_without_checkout):
+def test_simulate_matches_failure_modes(use_checkout, bench, bench_without_checkout, monkeypatch):
     b = bench if use_checkout else bench_without_checkout
+    if not use_checkout:
+        monkeypatch.setenv("APIBANK_ALLOW_ARGUMENT_MATCH", "1")
     rng = random.Random(4)
     for row in b.load_rows(ALL_IDS):
         assert b.score(row, AgentOutput(text=b.simulate(row, None, rng).content)).value == 1.0, row.id

@@ -34,14 +34,17 @@ def test_text_names_are_kept_as_written(rows):
     assert extract_calls(output, functions) == [{"math_factorial": {"number": 7}}]
 
 
-def test_common_call_shapes_are_normalised():
+def test_non_canonical_call_shapes_are_passed_on_as_written():
+    # protocol-v1 §10 BFCL: the last fenced list of objects goes to the official checker unchanged (no rewriting)
     text = '```json\n[{"name": "f", "arguments": {"x": 1}}, {"fn_name": "g", "args": {}}]\n```'
-    assert extract_calls(AgentOutput(text=text)) == [{"f": {"x": 1}}, {"g": {}}]
+    assert extract_calls(AgentOutput(text=text)) == [{"name": "f", "arguments": {"x": 1}}, {"fn_name": "g", "args": {}}]
+    for text in ('```json\n[{"f": 1}]\n```', '```json\n[{"f": {}, "g": {}}]\n```'):
+        assert extract_calls(AgentOutput(text=text)) is not None  # a list of objects; BFCL's format check rejects it
 
 
 def test_malformed_answers():
-    for text in (None, "", "I would call f(x=1).", "```json\n[]\n```", '```json\n[{"f": 1}]\n```',
-                 '```json\n[{"f": {}, "g": {}}]\n```', "```json\n[1, 2]\n```", '[{"f": {"x": 1}}]'):
+    for text in (None, "", "I would call f(x=1).", "```json\n[]\n```", "```json\n[1, 2]\n```",
+                 '[{"f": {"x": 1}}]'):
         assert extract_calls(AgentOutput(text=text)) is None, text
 
 

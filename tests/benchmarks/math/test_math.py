@@ -98,8 +98,9 @@ def test_hendrycks_non_equivalent_pairs(a, b):
 
 def test_last_boxed_brace_counting():
     assert last_boxed("\\boxed{1} then \\boxed{\\frac{a}{b^{2}}}") == "\\frac{a}{b^{2}}"
-    assert last_boxed("\\fbox{7}") == "7"
-    assert last_boxed("\\boxed 5$") == "5"
+    # protocol-v1 §10 names only \\boxed{} (brace counting): \\fbox and "\\boxed 5" are not answers
+    assert last_boxed("\\fbox{7}") is None
+    assert last_boxed("\\boxed 5$") is None
     assert last_boxed("\\boxed{unbalanced") is None
     assert last_boxed("no box") is None
     assert strip_string(" \\left( 1, 2 \\right) ") == "(1,2)"

@@ -104,14 +104,16 @@ def test_structural_check():
     cases = {
         "no block": ("just change return 1 to return 2", "No fenced diff block"),
         "python block": ("```python\nprint(1)\n```", "No fenced diff block"),
-        "no header": ("```diff\n@@ -1 +1 @@\n-a\n+b\n```", "Diff has no file header"),
-        "no hunk": ("```diff\n--- a/x\n+++ b/x\n-a\n+b\n```", "Diff has no hunk header"),
+        "no header": ("```diff\n-a\n+b\n```", "Diff has no file header"),
         "no change": ("```diff\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n a\n```", "Diff changes no lines"),
     }
     for name, (text, feedback) in cases.items():
         score = BENCHMARK.score(None, AgentOutput(text=text))  # type: ignore[arg-type]
         assert score.value == 0.0 and feedback in score.feedback, name
         assert score.malformed == (feedback == "No fenced diff block")
+    # protocol-v1 §5.7 swe: a header is any of diff --git / --- a/ / +++ b/ / "@@ "; no hunk is required
+    for text in ("```diff\n@@ -1 +1 @@\n-a\n+b\n```", "```diff\n--- a/x\n+++ b/x\n-a\n+b\n```"):
+        assert BENCHMARK.score(None, AgentOutput(text=text)).value == 1.0  # type: ignore[arg-type]
 
 
 def test_simulate_and_vote_key(rows):
