@@ -55,7 +55,7 @@ def check_job(out: Path, method: str, shared: bool = False) -> None:
     cell_id = read(out, "job.json")["cell_id"]
     wanted = ("judge", "probe") if method == "mapro" else () if shared else ("judge",)
     if method == "maspo" and shared:  # a shared-prompt team gets global credit only: no judge call at all
-        assert opt["usage"]["judge"] == {"model_calls": 0} and "judge" not in events
+        assert opt["usage"]["judge"]["model_calls"] == 0 and "judge" not in events
     for component in wanted:
         usage = opt["usage"][component]
         assert usage["model_calls"] >= 1 and usage["component"] == component
