@@ -35,7 +35,7 @@ def _combine(factors: Sequence[_Factor]) -> _Factor:
     names: list[str] = []
     for f in factors:
         names += [v for v in f.vars if v not in names]
-    sizes = {}
+    sizes: dict[str, int] = {}
     for f in factors:
         sizes.update(zip(f.vars, f.table.shape))
     total = np.zeros([sizes[v] for v in names])

@@ -26,8 +26,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import anyio
-
 from core.errors import ContractError
 from core.models import PromptBundle, RolloutRecord, Row
 from core.optimizer import CurvePoint, ModelClient, OptimizerResult, OptimizerRunner
@@ -144,7 +142,7 @@ class _Run:
         await self.init_pools()
         stale = 0
         for rnd in range(1, self.m.max_rounds + 1):
-            node, edge = await self.potentials.compute(self.pools, self.first_rows(), self.rows)
+            node, edge = await self.potentials.compute(self.pools, self.first_rows())
             assignment = map_assignment(node, edge)
             entry: dict[str, Any] = {"round": rnd, "assignment": assignment,
                                      "node_potentials": node, "pool_sizes": {r: len(p) for r, p in self.pools.items()}}

@@ -8,6 +8,7 @@ identical judge or probe request is answered from the store rather than sent aga
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import anyio
@@ -70,14 +71,13 @@ class Potentials:
         prompt = node_judge_prompt(role, self.graph.describe(role), candidate, transcript, probe)
         return await self._score(prompt, "mapro.node", key)
 
-    async def compute(self, pools: Mapping[str, Sequence[str]], cases: Sequence[Case], rows: Mapping[str, Row]
+    async def compute(self, pools: Mapping[str, Sequence[str]], cases: Sequence[Case]
                       ) -> tuple[dict[str, list[float]], dict[tuple[str, str], list[list[float]]]]:
         texts = [self.transcript(row, rec) for row, rec in cases]
         node_jobs = [(role, i, c) for role in self.graph.roles for i in range(len(pools[role]))
                      for c in range(len(cases))]
-        node_scores = await gather([
-            (lambda r=role, i=i, c=c: self._node(r, pools[r][i], cases[c], texts[c])) for role, i, c in node_jobs
-        ], self.threads)
+        node_scores = await gather([partial(self._node, role, pools[role][i], cases[c], texts[c])
+                                    for role, i, c in node_jobs], self.threads)
         node: dict[str, list[float]] = {r: [0.0] * len(pools[r]) for r in self.graph.roles}
         for (role, i, _), score in zip(node_jobs, node_scores):
             node[role][i] += score / 10.0 / max(1, len(cases))
@@ -85,10 +85,9 @@ class Potentials:
             node = {r: [1.0] * len(pools[r]) for r in self.graph.roles}
         edge_jobs = [(s, r, a, b) for s, r in self.graph.edges for a in range(len(pools[s]))
                      for b in range(len(pools[r]))]
-        edge_scores = await gather([
-            (lambda s=s, r=r, a=a, b=b: self._score(
-                edge_judge_prompt(s, r, pools[s][a], pools[r][b], texts), "mapro.edge",
-                f"edge={s}>{r}|pair={sha256_hex(pools[s][a])[:16]}:{sha256_hex(pools[r][b])[:16]}"))
+        edge_scores = await gather([partial(
+            self._score, edge_judge_prompt(s, r, pools[s][a], pools[r][b], texts), "mapro.edge",
+            f"edge={s}>{r}|pair={sha256_hex(pools[s][a])[:16]}:{sha256_hex(pools[r][b])[:16]}")
             for s, r, a, b in edge_jobs], self.threads)
         edge: dict[tuple[str, str], list[list[float]]] = {
             (s, r): [[1.0] * len(pools[r]) for _ in pools[s]] for s, r in self.graph.edges}
@@ -107,7 +106,7 @@ class Potentials:
             found = parse_blame(reply)
             return 0 if found is None else found
 
-        scores = await gather([(lambda r=role, c=c: one(r, c)) for role, c in jobs], self.threads)
+        scores = await gather([partial(one, role, c) for role, c in jobs], self.threads)
         blame = {r: 0.0 for r in self.graph.roles}
         for (role, _), score in zip(jobs, scores):
             blame[role] += score / max(1, len(cases))

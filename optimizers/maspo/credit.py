@@ -8,6 +8,7 @@ replayed on resume) run at most `threads` at once and land in input order.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 
 from core.errors import InfrastructureError
 from core.models import RolloutRecord, Row
@@ -48,7 +49,7 @@ class Credit:
         for i, (row, p, c) in enumerate(zip(rows, parents, children)):
             po, co = self.outputs(p).get(role), self.outputs(c).get(role)
             if po is not None and co is not None:
-                jobs.append((lambda i=i, row=row, po=po, co=co: self._judge(role, row, po, co, i, key)))
+                jobs.append(partial(self._judge, role, row, po, co, i, key))
         return mean(await gather(jobs, self.threads)) if jobs else None
 
     @staticmethod
