@@ -31,6 +31,8 @@ import anyio
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import optimizers.mapro.potentials as potentials  # noqa: E402
+import optimizers.maspo.credit as credit  # noqa: E402
+import optimizers.maspo.method as maspo_method  # noqa: E402
 from engine.chat.endpoint import Endpoint  # noqa: E402
 from engine.job.config import JobConfig, build_config  # noqa: E402
 from engine.job.optimization import LedgerRunner  # noqa: E402
@@ -80,20 +82,34 @@ class Floor:
         self.in_batch = 0
         self.group_calls: int | None = None
 
-    def batch(self, records: list[Any]) -> None:
-        calls = [r.usage.n_llm_calls for r in records if not r.replayed and not r.budget_exhausted]
-        if calls:
+    def batch_started(self) -> None:
+        if self.in_batch == 0:
+            self.pending: list[int] = []
+        self.in_batch += 1
+
+    def batch_done(self, records: list[Any]) -> None:
+        """Batches that overlap in time (MASPO's concurrent offspring) count as one wave of their requests."""
+        self.in_batch -= 1
+        self.pending += [r.usage.n_llm_calls for r in records if not r.replayed and not r.budget_exhausted]
+        if self.in_batch == 0 and self.pending:
             self.batches += 1
-            self.seconds += self.delay * max(max(calls), math.ceil(sum(calls) / self.capacity))
+            self.seconds += self.delay * max(max(self.pending), math.ceil(sum(self.pending) / self.capacity))
 
     def group(self, n: int, limit: int, calls: int) -> None:
         if n and calls:
             self.groups += 1
             self.seconds += self.delay * math.ceil(n / min(limit, self.capacity)) * math.ceil(calls / n)
 
+    def group_started(self) -> bool:
+        """A group opened outside batches and other groups is accounted as a group (else inside its parent)."""
+        if self.in_batch or self.group_calls is not None:
+            return False
+        self.group_calls = 0
+        return True
+
     def request(self) -> None:
         if self.in_batch:
-            return
+            return  # part of a rollout batch, or of a judge group overlapping one (counted with the batch)
         if self.group_calls is not None:
             self.group_calls += 1
             return
@@ -115,19 +131,21 @@ def instrument(requests: InFlight, rollouts: InFlight, floor: Floor, phase: dict
             requests.down()
 
     async def timed_run(self: LedgerRunner, *args: Any, **kwargs: Any) -> Any:
-        floor.in_batch += 1
+        floor.batch_started()
+        records: list[Any] = []
         try:
             records = await run(self, *args, **kwargs)
         finally:
-            floor.in_batch -= 1
-        floor.batch(records)
+            floor.batch_done(records)
         return records
 
     async def timed_gather(thunks: Any, limit: int) -> Any:
-        floor.group_calls = 0
+        if not floor.group_started():
+            return await gather(thunks, limit)
         try:
             return await gather(thunks, limit)
         finally:
+            assert floor.group_calls is not None
             floor.group(len(thunks), limit, floor.group_calls)
             floor.group_calls = None
 
@@ -151,7 +169,7 @@ def instrument(requests: InFlight, rollouts: InFlight, floor: Floor, phase: dict
 
     Endpoint.chat = timed_chat  # type: ignore[method-assign]
     LedgerRunner._run = timed_run  # type: ignore[method-assign]
-    potentials.gather = timed_gather
+    potentials.gather = credit.gather = maspo_method.gather = timed_gather  # type: ignore[assignment]
     Runner._rollout = timed_rollout  # type: ignore[method-assign]
     _Job.optimize = timed_optimize  # type: ignore[method-assign]
 
@@ -208,6 +226,7 @@ def main(argv: list[str] | None = None) -> int:
         bench_method(method, args)
         (Endpoint.chat, LedgerRunner._run, potentials.gather, Runner._rollout,  # type: ignore[method-assign]
          _Job.optimize) = originals
+        credit.gather = maspo_method.gather = originals[2]
     return 0
 
 

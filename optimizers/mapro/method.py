@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from core.errors import ContractError
+from core.errors import ContractError, InfrastructureError
 from core.models import PromptBundle, RolloutRecord, Row
 from core.optimizer import CurvePoint, ModelClient, OptimizerResult, OptimizerRunner
 from core.seeds import method_rng_seed
@@ -144,8 +144,9 @@ class _Run:
         for rnd in range(1, self.m.max_rounds + 1):
             node, edge = await self.potentials.compute(self.pools, self.first_rows())
             assignment = map_assignment(node, edge)
-            entry: dict[str, Any] = {"round": rnd, "assignment": assignment,
-                                     "node_potentials": node, "pool_sizes": {r: len(p) for r, p in self.pools.items()}}
+            entry: dict[str, Any] = {"round": rnd, "assignment": assignment, "node_potentials": node,
+                                     "pool_sizes": {r: len(p) for r, p in self.pools.items()},
+                                     "pools": {r: list(p) for r, p in self.pools.items()}}
             self.events.append(entry)
             key = self.key(assignment)
             before = self.best[0] if self.best else 0.0
@@ -178,8 +179,12 @@ class _Run:
         texts = [self.potentials.transcript(self.rows[r.example_id], r) for r in shown]
         limit = MUTATION_TOKENS if blamed else INIT_TOKENS
         prompt = rewrite_prompt(role, self.graph.describe(role), instruction, texts, limit=limit, blamed=blamed)
-        reply = await self.reflection.complete([{"role": "user", "content": prompt}], purpose=purpose, key=key,
-                                               temperature=MUTATION_TEMPERATURE if blamed else None, max_tokens=limit)
+        try:
+            reply = await self.reflection.complete([{"role": "user", "content": prompt}], purpose=purpose, key=key,
+                                                   temperature=MUTATION_TEMPERATURE if blamed else None,
+                                                   max_tokens=limit)
+        except InfrastructureError:  # the reflection endpoint kept failing: no rewrite this time (as gepa)
+            return None
         text = last_fenced_block(reply)
         return None if text is None or text == instruction.strip() else text
 

@@ -26,7 +26,8 @@ Case = tuple[Row, RolloutRecord]
 
 
 async def gather(thunks: Sequence[Callable[[], Awaitable[Any]]], limit: int) -> list[Any]:
-    """Run the thunks in a task group, at most `limit` at once; results in input order."""
+    """Run the thunks in a task group, at most `limit` at once; results in input order. A failure cancels the
+    others and propagates as itself (the first leaf of the task group's exception group), not as a group."""
     out: list[Any] = [None] * len(thunks)
     limiter = anyio.CapacityLimiter(max(1, limit))
 
@@ -34,9 +35,15 @@ async def gather(thunks: Sequence[Callable[[], Awaitable[Any]]], limit: int) -> 
         async with limiter:
             out[i] = await thunks[i]()
 
-    async with anyio.create_task_group() as tg:
-        for i in range(len(thunks)):
-            tg.start_soon(one, i)
+    try:
+        async with anyio.create_task_group() as tg:
+            for i in range(len(thunks)):
+                tg.start_soon(one, i)
+    except BaseExceptionGroup as group:
+        leaf: BaseException = group
+        while isinstance(leaf, BaseExceptionGroup):
+            leaf = leaf.exceptions[0]
+        raise leaf from None
     return out
 
 

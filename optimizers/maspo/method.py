@@ -21,12 +21,14 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from core.errors import ContractError, InfrastructureError
 from core.models import PromptBundle, RolloutRecord, Row
 from core.optimizer import CurvePoint, ModelClient, OptimizerResult, OptimizerRunner
 from core.seeds import method_rng_seed
+from optimizers.mapro.potentials import gather
 from optimizers.mapro.roles import role_graph
 from optimizers.maspo.credit import Credit
 from optimizers.maspo.prompts import PROPOSAL_TEMPERATURE, Trace, proposal_prompt
@@ -173,31 +175,55 @@ class _Run:
         self.node += 1
         return self.rng.sample(self.train, min(self.m.minibatch, len(self.train)))
 
+    async def run_all(self, rows: list[Row], bundles: list[PromptBundle], concurrent: bool
+                      ) -> list[list[RolloutRecord]]:
+        return list(await gather([partial(self.paired, rows, b) for b in bundles], len(bundles) if concurrent else 1))
+
     async def step(self, role: str) -> None:
+        """One search node. When the remaining budget covers the whole node, parents run concurrently, then all
+        offspring (proposal, paired run, judged reward) concurrently: no reservation can then be refused, so the
+        result does not depend on completion order. Otherwise everything runs one at a time, in order."""
         rows = self.minibatch()
         entry: dict[str, Any] = {"node": self.node, "role": role, "depth": self.depth[role] + 1,
                                  "rows": [r.id for r in rows], "offspring": []}
         self.events.append(entry)
-        pool = list(self.beams[role])
-        for p, parent in enumerate(list(self.beams[role])):
-            parent_recs = await self.paired(rows, self.bundle(role, parent.prompt))
-            self.mine(role, rows, parent_recs)
-            half = (len(rows) + 1) // 2
-            for h, part in enumerate([list(range(half)), list(range(half, len(rows)))][: self.m.offspring]):
-                text = await self.propose(role, parent.prompt, [rows[i] for i in part], [parent_recs[i] for i in part],
-                                          key=f"node={self.node}|role={role}|parent={p}|half={h}")
-                if text is None or any(text == m.prompt for m in pool):
-                    entry["offspring"].append({"parent": p, "half": h, "skipped": "no_new_prompt"})
-                    continue
-                child_recs = await self.paired(rows, self.bundle(role, text))
-                reward = await self.credit.reward(role, rows, parent_recs, child_recs, f"node={self.node}|p{p}h{h}")
-                pool.append(Member(text, reward.value, f"node{self.node}.p{p}.h{h}"))
-                entry["offspring"].append({"parent": p, "half": h, **_reward_json(reward)})
-        ranked = sorted(range(len(pool)), key=lambda i: (-pool[i].reward, i))
-        self.beams[role] = [pool[i] for i in ranked[: self.m.beam]]
+        parents = list(self.beams[role])
+        concurrent = self.runner.budget().remaining >= len(parents) * (1 + self.m.offspring) * len(rows)
+        parent_recs = await self.run_all(rows, [self.bundle(role, p.prompt) for p in parents], concurrent)
+        for recs in parent_recs:
+            self.mine(role, rows, recs)
+        half = (len(rows) + 1) // 2
+        parts = [list(range(half)), list(range(half, len(rows)))][: self.m.offspring]
+        jobs = [(p, h, part) for p in range(len(parents)) for h, part in enumerate(parts)]
+        prompts = [self.proposal(role, parents[p].prompt, [rows[i] for i in part], [parent_recs[p][i] for i in part])
+                   for p, h, part in jobs]  # injected cases drawn here, in a fixed order
+        texts = await gather([partial(self.ask, prompt, parents[p].prompt, f"node={self.node}|role={role}|parent={p}"
+                                      f"|half={h}") for prompt, (p, h, _) in zip(prompts, jobs)],
+                             len(jobs) if concurrent else 1)
+        pool = list(parents)
+        children: list[tuple[int, int, str]] = []
+        for (p, h, _), text in zip(jobs, texts):
+            if text is None or any(text == m.prompt for m in pool) or any(text == c[2] for c in children):
+                entry["offspring"].append({"parent": p, "half": h, "skipped": "no_new_prompt"})
+            else:
+                children.append((p, h, text))
+        thunks = [partial(self.offspring, role, rows, parent_recs[p], text, f"node={self.node}|p{p}h{h}")
+                  for p, h, text in children]
+        rewards = await gather(thunks, len(thunks)) if concurrent else []
+        for i, (p, h, text) in enumerate(children):
+            reward = rewards[i] if concurrent else await thunks[i]()  # sequential: keep each result as it comes
+            pool.append(Member(text, reward.value, f"node{self.node}.p{p}.h{h}"))
+            entry["offspring"].append({"parent": p, "half": h, **_reward_json(reward)})
+            self.beams[role] = _best(pool, self.m.beam)
+        self.beams[role] = _best(pool, self.m.beam)
         entry["beam_rewards"] = [b.reward for b in self.beams[role]]
-        self.observed = _mean_score(parent_recs)
+        self.observed = _mean_score(parent_recs[0])
         self.point("depth_step")
+
+    async def offspring(self, role: str, rows: list[Row], parent_recs: list[RolloutRecord], text: str,
+                        key: str) -> Reward:
+        child_recs = await self.paired(rows, self.bundle(role, text))
+        return await self.credit.reward(role, rows, parent_recs, child_recs, key)
 
     async def refresh(self, role: str) -> None:
         """Beam refresh on a revisit: members re-scored against the current system (reference = current prompt)."""
@@ -221,8 +247,7 @@ class _Run:
                 case = f"Problem: {task_text(row)[:500]}\n'{role}' said: {out[:800]}\nFeedback: {rec.feedback or ''}"
                 self.buffers[role] = (self.buffers[role] + [case])[-self.m.buffer:]
 
-    async def propose(self, role: str, instruction: str, rows: list[Row], records: list[RolloutRecord], *,
-                      key: str) -> str | None:
+    def proposal(self, role: str, instruction: str, rows: list[Row], records: list[RolloutRecord]) -> str:
         traces = []
         for row, rec in zip(rows, records):
             outs = self.credit.outputs(rec)
@@ -230,8 +255,10 @@ class _Run:
             traces.append(Trace(task_text(row), context, outs.get(role, ""), rec.score, rec.feedback or ""))
         cases = [c for r in self.graph.upstream(role) for c in self.buffers[r]]
         injected = self.rng.sample(cases, min(self.m.inject, len(cases)))
-        prompt = proposal_prompt(role, self.graph.describe(role), role == self.graph.terminal, instruction, traces,
-                                 injected)
+        return proposal_prompt(role, self.graph.describe(role), role == self.graph.terminal, instruction, traces,
+                               injected)
+
+    async def ask(self, prompt: str, instruction: str, key: str) -> str | None:
         try:
             reply = await self.reflection.complete([{"role": "user", "content": prompt}], purpose="maspo.proposal",
                                                    key=key, temperature=PROPOSAL_TEMPERATURE)
@@ -239,6 +266,11 @@ class _Run:
             return None
         text = last_fenced_block(reply)
         return None if text is None or text == instruction.strip() else text
+
+
+def _best(pool: list[Member], k: int) -> list[Member]:
+    """The k highest rewards, earliest first among equals (parents before their offspring)."""
+    return [pool[i] for i in sorted(range(len(pool)), key=lambda i: (-pool[i].reward, i))[:k]]
 
 
 def _mean_score(records: Sequence[RolloutRecord]) -> float | None:
