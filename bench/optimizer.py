@@ -31,6 +31,7 @@ import anyio
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import optimizers.mapro.potentials as potentials  # noqa: E402
+import optimizers.mapro.method as mapro_method  # noqa: E402
 import optimizers.maspo.credit as credit  # noqa: E402
 import optimizers.maspo.method as maspo_method  # noqa: E402
 from engine.chat.endpoint import Endpoint  # noqa: E402
@@ -169,7 +170,7 @@ def instrument(requests: InFlight, rollouts: InFlight, floor: Floor, phase: dict
 
     Endpoint.chat = timed_chat  # type: ignore[method-assign]
     LedgerRunner._run = timed_run  # type: ignore[method-assign]
-    potentials.gather = credit.gather = maspo_method.gather = timed_gather  # type: ignore[assignment]
+    potentials.gather = credit.gather = maspo_method.gather = mapro_method.gather = timed_gather  # type: ignore[assignment]
     Runner._rollout = timed_rollout  # type: ignore[method-assign]
     _Job.optimize = timed_optimize  # type: ignore[method-assign]
 
@@ -198,9 +199,10 @@ def bench_method(method: str, args: argparse.Namespace) -> None:
     print(f"method={method} cell={args.cell} delay={args.delay_ms:.0f}ms concurrency={args.concurrency} "
           f"stop={opt['stop_reason']} charged={opt['budget']['charged']} uncharged calls={calls}")
     print(f"  wall: optimize {wall:.2f} s, whole job {total:.2f} s")
-    print(f"  endpoint-bound floor (same run): {floor.batches} rollout batches + {floor.groups} judge/probe groups "
-          f"+ {floor.singles} single requests = {floor.seconds:.2f} s; optimize wall / floor = "
-          f"{wall / floor.seconds:.2f} (target <= 1.30)")
+    ratio = f"{wall / floor.seconds:.2f}" if floor.seconds else "n/a (no delay)"
+    print(f"  endpoint-bound floor (same run): {floor.batches} rollout batches + {floor.groups} concurrent call groups "
+          f"+ {floor.singles} single requests = {floor.seconds:.2f} s; optimize wall / floor = {ratio} "
+          "(target <= 1.30)")
     print(f"  optimize wall share waiting on endpoints {100 * requests.busy / wall:.1f}%; in flight (time-averaged): "
           f"rollouts {rollouts.area / wall:.2f}, requests {requests.area / wall:.2f}")
     sel = result["selection"]
@@ -226,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
         bench_method(method, args)
         (Endpoint.chat, LedgerRunner._run, potentials.gather, Runner._rollout,  # type: ignore[method-assign]
          _Job.optimize) = originals
-        credit.gather = maspo_method.gather = originals[2]
+        credit.gather = maspo_method.gather = mapro_method.gather = originals[2]
     return 0
 
 

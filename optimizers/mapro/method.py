@@ -1,8 +1,8 @@
 """`mapro`: MAPRO (Zhang et al., arXiv 2510.07475), "adapted" to protocol 8.3, native on the async runner.
 
 1. Seed pass: the seed bundle on every train row (charged). Pools: per role the seed prompt plus up to K - 1 = 4
-   rewrites by the reflection model (init cap 1,024 tokens), rewrite v shown the v-th worst seed transcript (the
-   4th: all three); identical rewrites are kept once.
+   rewrites by the reflection model (init cap 1,024 tokens, all requested concurrently), rewrite v shown the v-th
+   worst seed transcript (the 4th: all three); identical rewrites are kept once, in role and variant order.
 2. Each round: potentials on the first 3 transcripts of the latest evaluated assignment. Node potential of a
    candidate = mean pointwise judge score / 10 over those rows, the judge (TASK model, thinking off) seeing the
    transcript and the candidate's single-agent, no-tool probe reply on that row (TASK model, T 0.2, top-p 0.9,
@@ -24,6 +24,7 @@ pure function of recorded results); rollout seeds are keyed by round; judge/prob
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 from core.errors import ContractError, InfrastructureError
@@ -31,7 +32,7 @@ from core.models import PromptBundle, RolloutRecord, Row
 from core.optimizer import CurvePoint, ModelClient, OptimizerResult, OptimizerRunner
 from core.seeds import method_rng_seed
 from optimizers.mapro.map_solver import map_assignment
-from optimizers.mapro.potentials import Potentials
+from optimizers.mapro.potentials import Potentials, gather
 from optimizers.mapro.prompts import INIT_TOKENS, MUTATION_TEMPERATURE, MUTATION_TOKENS, rewrite_prompt
 from optimizers.mapro.roles import role_graph, worst
 from optimizers.reflective_dataset import last_fenced_block
@@ -192,13 +193,14 @@ class _Run:
         bad = worst(self.records, self.m.n_worst)
         if not bad:
             return
-        variants = [[bad[i % len(bad)]] for i in range(self.m.pool_size - 2)] + [bad]
-        for role in self.graph.roles:
-            for v, shown in enumerate(variants[: self.m.pool_size - 1], 1):
-                text = await self.rewrite(role, self.pools[role][0], shown, purpose="mapro.init",
-                                          key=f"init|role={role}|variant={v}", blamed=False)
-                if text is not None and text not in self.pools[role]:
-                    self.pools[role].append(text)
+        variants = ([[bad[i % len(bad)]] for i in range(self.m.pool_size - 2)] + [bad])[: self.m.pool_size - 1]
+        jobs = [(role, v, shown) for role in self.graph.roles for v, shown in enumerate(variants, 1)]
+        texts = await gather([partial(self.rewrite, role, self.pools[role][0], shown, purpose="mapro.init",
+                                      key=f"init|role={role}|variant={v}", blamed=False) for role, v, shown in jobs],
+                             self.m.threads)
+        for (role, _, _), text in zip(jobs, texts):  # appended in a fixed order, whatever the completion order
+            if text is not None and text not in self.pools[role]:
+                self.pools[role].append(text)
 
     async def mutate(self, rnd: int, assignment: dict[str, int], node: dict[str, list[float]],
                      entry: dict[str, Any]) -> None:
