@@ -2,13 +2,15 @@
 
 For item i, the candidate is shown as response B on even items and as A on odd ones (no fixed position); a
 malformed or failed judge reply is a loss for the candidate. Judge calls (component `judge`, uncharged, recorded,
-replayed on resume) run at most `threads` at once and land in input order.
+replayed on resume) run at most `threads` (4) at once across all offspring of a node and land in input order.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import partial
+
+import anyio
 
 from core.errors import InfrastructureError
 from core.models import RolloutRecord, Row
@@ -24,6 +26,7 @@ class Credit:
     def __init__(self, runner: OptimizerRunner, graph: RoleGraph, judge: ModelClient, threads: int):
         self.runner, self.graph, self.judge, self.threads = runner, graph, judge, threads
         self._outputs: dict[str, dict[str, str]] = {}
+        self._in_flight = anyio.CapacityLimiter(max(1, threads))  # shared by concurrent offspring: <= 4 in all
 
     def outputs(self, record: RolloutRecord) -> dict[str, str]:
         if record.rollout_id not in self._outputs:
@@ -36,8 +39,9 @@ class Credit:
         a, b = (parent, child) if child_is == "B" else (child, parent)
         prompt = pairwise_prompt(role, row.id, task_text(row), a, b)
         try:
-            reply = await self.judge.complete([{"role": "user", "content": prompt}], purpose="maspo.pairwise",
-                                              key=f"{key}|role={role}|row={row.id}")
+            async with self._in_flight:
+                reply = await self.judge.complete([{"role": "user", "content": prompt}], purpose="maspo.pairwise",
+                                                  key=f"{key}|role={role}|row={row.id}")
         except InfrastructureError:
             return 0.0
         return verdict(reply, child_is)

@@ -145,3 +145,30 @@ def test_judge_reply_drives_local_and_lookahead_credit(reply, rule, value):
     assert first["rule"] == rule and first["reward"] == pytest.approx(value)
     assert first["local"] == (0.0 if "cannot" in reply else 0.5)
     assert len([c for c in judge.calls if c[0] == "maspo.pairwise"]) >= 8  # own + successor output per item
+
+
+class CountingJudge(Model):
+    def __init__(self):
+        super().__init__("Winner: TIE")
+        self.level = self.peak = 0
+
+    async def complete(self, messages, *, purpose, key, temperature=None, max_tokens=None):
+        self.level += 1
+        self.peak = max(self.peak, self.level)
+        try:
+            await anyio.sleep(0.002)
+            return await super().complete(messages, purpose=purpose, key=key)
+        finally:
+            self.level -= 1
+
+
+def test_at_most_four_judge_calls_in_flight_across_concurrent_offspring():
+    roles = ("a", "b", "c", "d")
+    runner = OutputsRunner(600, lambda r, b, i: 0.0, roles=roles)
+    judge = CountingJudge()
+    result = anyio.run(Maspo(seed=0, reflection=Model(), judge=judge, max_depth=2).optimize, runner,
+                       rows("t", 20), [], seed_bundle(roles), 600)
+    assert result.stop_reason == "maximum_search_depth"
+    assert len(judge.calls) > 4 and 1 < judge.peak <= 4
+    assert all(len(e.get("beam_rewards", [])) <= 2 for e in result.artifacts["events"])
+    assert result.artifacts["depth"] == {r: 2 for r in roles}
