@@ -72,3 +72,30 @@ class Optimizer(Protocol):
 
     async def optimize(self, runner: OptimizerRunner, train: Sequence[Row], validation: Sequence[Row],
                        seed_bundle: PromptBundle, budget: int) -> OptimizerResult: ...
+
+
+class ModelClient(Protocol):
+    """A recorded, replayable, uncharged model client (protocol-v1 section 7), as ReflectionModel but with a full
+    message list and per-call sampling overrides. The engine wires one per component: `reflection` (the
+    reflection model), `judge` and `probe` (the TASK model, thinking off; used by MAPRO and MASPO). Calls never
+    touch the ledger; they are counted per purpose in `usage()` and appear in optimization.json usage."""
+
+    async def complete(self, messages: list[dict[str, str]], *, purpose: str, key: str,
+                       temperature: float | None = None, max_tokens: int | None = None) -> str: ...
+
+    def usage(self) -> dict[str, Any]: ...
+
+
+class SessionRunner(OptimizerRunner, Protocol):
+    """The RunnerSession view (protocol-v1 section 7) MAPRO and MASPO need on top of OptimizerRunner:
+    paired rollouts and per-role transcripts."""
+
+    async def run_paired(self, rows: Sequence[Row], bundle: PromptBundle, iteration: int | str,
+                         pair_key: str) -> list[RolloutRecord]:
+        """As run_batch, but the request seed of row i depends on (`iteration`, row, `pair_key`, i) and not on the
+        bundle, so two bundles run under the same `pair_key` see the same item AND seed (a paired comparison)."""
+        ...
+
+    def role_outputs(self, record: RolloutRecord) -> dict[str, str]:
+        """The last reply text of every role in one recorded rollout, in the order the roles first spoke."""
+        ...

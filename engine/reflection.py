@@ -10,13 +10,20 @@ Recording mirrors engine.agent_context: each call is a node under the run node a
 `component: "reflection"`) written to the store BEFORE the text is handed to the method; a call already recorded
 under the same logical request key (content hash of the request body) is replayed from the store, not re-sent.
 Reflection calls are not rollouts: they never touch the ledger; their calls and tokens are counted per purpose.
+
+The same mechanism serves the other uncharged model calls a method makes (protocol 8.3/8.4): a `ReflectionClient`
+built with `component="judge"` or `component="probe"` over the TASK endpoints (`PooledEndpoint`, round robin),
+with that component's decoding (thinking off, the method's temperature / top-p / token cap, the task runners'
+repetition penalty). It records under its component name, seeds with the component in the phase slot, and
+replays on resume exactly like reflection. `complete(messages, ...)` sends a full message list (a probe's system
+prompt + task); `propose(prompt, ...)` is the one-user-message case.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 import anyio
 
@@ -24,20 +31,47 @@ from core.canonical import content_hash, sha256_hex
 from core.errors import InfrastructureError
 from core.protocol import MAX_INFRA_RETRIES, REFLECTION_DECODING
 from core.seeds import request_seed
-from engine.chat.endpoint import Endpoint
+from engine.chat.endpoint import EndpointPool
 from engine.runner import RetryPolicy
 from engine.store import Store, utc_now
 
 COMPONENT = "reflection"
 
 
-class ReflectionClient:
-    """Implements core.optimizer.ReflectionModel over one OpenAI-compatible endpoint, recorded in the store."""
+class ChatEndpoint(Protocol):
+    @property
+    def model_id(self) -> str: ...
 
-    def __init__(self, *, endpoint: Endpoint, store: Store, run_node: str, cell_id: str, optimizer_seed: int,
+    async def chat(self, body: dict[str, Any]) -> tuple[dict[str, Any], float]: ...
+
+
+class PooledEndpoint:
+    """The task endpoint pool seen as one endpoint (round robin per call): where judge and probe calls go."""
+
+    def __init__(self, pool: EndpointPool):
+        self.pool = pool
+
+    @property
+    def model_id(self) -> str:
+        return self.pool.model_id
+
+    async def chat(self, body: dict[str, Any]) -> tuple[dict[str, Any], float]:
+        return await self.pool.pick().chat(body)
+
+
+class ReflectionClient:
+    """Implements core.optimizer.ReflectionModel (and core.optimizer.ModelClient) over one OpenAI-compatible
+    endpoint, recorded in the store under `component`."""
+
+    def __init__(self, *, endpoint: ChatEndpoint, store: Store, run_node: str, cell_id: str, optimizer_seed: int,
                  temperature: float | None = None, top_p: float | None = None,
-                 retry: RetryPolicy = RetryPolicy()):
+                 retry: RetryPolicy = RetryPolicy(), component: str = COMPONENT, max_tokens: int | None = None,
+                 thinking: bool | None = None, extra_body: Mapping[str, Any] | None = None):
         self.endpoint = endpoint
+        self.component = component
+        self.max_tokens = int(REFLECTION_DECODING["max_tokens"]) if max_tokens is None else max_tokens
+        self.thinking = bool(REFLECTION_DECODING["thinking"]) if thinking is None else thinking
+        self.extra_body = dict(extra_body or {})
         self.store = store
         self.run_node = run_node
         self.cell_id = cell_id
@@ -45,7 +79,7 @@ class ReflectionClient:
         self.temperature = REFLECTION_DECODING["temperature"] if temperature is None else temperature
         self.top_p = REFLECTION_DECODING["top_p"] if top_p is None else top_p
         self.retry = retry
-        self.execution_id = f"reflection#g{store.generation}"
+        self.execution_id = f"{component}#g{store.generation}"
         self._sequence = 0
         self._usage: dict[str, dict[str, Any]] = {}
         self._locks: dict[str, anyio.Lock] = {}
@@ -54,19 +88,33 @@ class ReflectionClient:
 
     # ------------------------------------------------------------------ request
     def body(self, prompt: str, *, purpose: str, key: str) -> dict[str, Any]:
-        seed = request_seed(self.optimizer_seed, self.cell_id, "reflection", key, sha256_hex(prompt), purpose, 0)
+        return self.body_for([{"role": "user", "content": prompt}], purpose=purpose, key=key)
+
+    def body_for(self, messages: Sequence[Mapping[str, str]], *, purpose: str, key: str,
+                 temperature: float | None = None, max_tokens: int | None = None) -> dict[str, Any]:
+        """The request body; the seed hashes the prompt text (the one user message, else all messages)."""
+        msgs = [dict(m) for m in messages]
+        text = msgs[0]["content"] if len(msgs) == 1 else content_hash(msgs)
+        seed = request_seed(self.optimizer_seed, self.cell_id, self.component, key, sha256_hex(text), purpose, 0)
         return {
             "model": self.endpoint.model_id,
-            "messages": [{"role": "user", "content": prompt}],
-            "temperature": self.temperature,
+            "messages": msgs,
+            "temperature": self.temperature if temperature is None else temperature,
             "top_p": self.top_p,
-            "max_tokens": REFLECTION_DECODING["max_tokens"],
+            "max_tokens": self.max_tokens if max_tokens is None else max_tokens,
             "seed": seed,
-            "chat_template_kwargs": {"enable_thinking": bool(REFLECTION_DECODING["thinking"])},
+            "chat_template_kwargs": {"enable_thinking": self.thinking},
+            **self.extra_body,
         }
 
-    async def propose(self, prompt: str, *, purpose: str, key: str) -> str:
-        body = self.body(prompt, purpose=purpose, key=key)
+    async def propose(self, prompt: str, *, purpose: str, key: str, temperature: float | None = None,
+                      max_tokens: int | None = None) -> str:
+        return await self.complete([{"role": "user", "content": prompt}], purpose=purpose, key=key,
+                                   temperature=temperature, max_tokens=max_tokens)
+
+    async def complete(self, messages: Sequence[Mapping[str, str]], *, purpose: str, key: str,
+                       temperature: float | None = None, max_tokens: int | None = None) -> str:
+        body = self.body_for(messages, purpose=purpose, key=key, temperature=temperature, max_tokens=max_tokens)
         request_key = content_hash(body)
         lock = self._locks.setdefault(request_key, anyio.Lock())
         async with lock:  # identical concurrent requests: the second one replays the first
@@ -75,7 +123,7 @@ class ReflectionClient:
         return response.get("content") or ""
 
     async def _call(self, body: dict[str, Any], request_key: str, purpose: str, key: str) -> dict[str, Any]:
-        node_id = f"reflection/{purpose}/{request_key[:16]}"
+        node_id = f"{self.component}/{purpose}/{request_key[:16]}"
         cached = self.store.find_call(request_key)
         if cached is not None:
             event_id, payload = cached
@@ -106,10 +154,11 @@ class ReflectionClient:
                       replayed_from: str | None) -> None:
         params = {k: v for k, v in body.items() if k != "messages"}
         payload = {
-            "component": COMPONENT, "purpose": purpose, "logical_key": key,
+            "component": self.component, "purpose": purpose, "logical_key": key,
             "request": {"messages": body["messages"], "tools": None},
             "params": params, "seed": body["seed"], "request_key": request_key,
-            "prompt_sha256": sha256_hex(body["messages"][0]["content"]),
+            "prompt_sha256": sha256_hex(body["messages"][0]["content"] if len(body["messages"]) == 1
+                                        else content_hash(body["messages"])),
             "output_sha256": None if response is None else sha256_hex(response.get("content") or ""),
             "response": response, "latency_seconds": round(latency, 6),
             "finish_reason": None if response is None else response.get("finish_reason"),
@@ -122,18 +171,19 @@ class ReflectionClient:
         self._sequence += 1
         started = utc_now()
         store = self.store
+        component, actor = self.component, f"engine:{self.component}"
 
         def op(conn: Any) -> None:
-            store.op_node(conn, node_id=node_id, parent_id=self.run_node, instance_key=key, task_key=COMPONENT,
-                          status="running", worker_key=COMPONENT, level=1, actor="engine:reflection")
-            store.op_event(conn, execution_id=self.execution_id, node_id=node_id, worker_key=COMPONENT,
+            store.op_node(conn, node_id=node_id, parent_id=self.run_node, instance_key=key, task_key=component,
+                          status="running", worker_key=component, level=1, actor=actor)
+            store.op_event(conn, execution_id=self.execution_id, node_id=node_id, worker_key=component,
                            sequence=sequence, event_type="model_call", turn_id=node_id, payload=payload,
                            started_at=started, completed_at=utc_now(),
                            request_key=request_key if error is None else None, ok=error is None)
             if error is None:
-                store.op_status(conn, node_id, "completed", actor="engine:reflection")
+                store.op_status(conn, node_id, "completed", actor=actor)
             else:
-                store.op_status(conn, node_id, "failed", actor="engine:reflection", reason=str(error),
+                store.op_status(conn, node_id, "failed", actor=actor, reason=str(error),
                                 extra={"failure": {"kind": "infra_error", "message": str(error),
                                                    "exception_type": type(error).__name__}})
 
@@ -158,4 +208,5 @@ class ReflectionClient:
         return {"model_calls": sum(u["model_calls"] for u in self._usage.values()),
                 "prompt_tokens": total("prompt_tokens"), "completion_tokens": total("completion_tokens"),
                 "total_tokens": total("total_tokens"), "model_id": self.endpoint.model_id,
+                "component": self.component,
                 "by_purpose": {k: dict(v) for k, v in sorted(self._usage.items())}}

@@ -1,7 +1,9 @@
 """Methods register by name; `--method` picks one.
 
 A method class takes `(seed=..., reflection=...)` keyword arguments when it declares `uses_reflection = True`
-(the engine then wires its reflection client); other methods are built without arguments.
+(the engine then wires its reflection client); other methods are built without arguments. A method that also
+declares `task_model_components` (e.g. ("judge", "probe")) gets one recorded, uncharged client per component on
+the TASK endpoints as keyword arguments of those names (core.optimizer.ModelClient).
 """
 
 from __future__ import annotations
@@ -12,13 +14,20 @@ from core.errors import UsageError
 from core.optimizer import Optimizer, ReflectionModel
 from optimizers.gepa import Gepa
 from optimizers.identity import Identity
+from optimizers.mapro import Mapro
+from optimizers.maspo import Maspo
 from optimizers.mipro import Mipro
 
-METHODS: dict[str, Callable[..., Any]] = {"identity": Identity, "gepa": Gepa, "mipro": Mipro}
+METHODS: dict[str, Callable[..., Any]] = {"identity": Identity, "gepa": Gepa, "mipro": Mipro, "mapro": Mapro,
+                                          "maspo": Maspo}
 
 
 def uses_reflection(name: str) -> bool:
     return bool(getattr(METHODS.get(name), "uses_reflection", False))
+
+
+def task_model_components(name: str) -> tuple[str, ...]:
+    return tuple(getattr(METHODS.get(name), "task_model_components", ()))
 
 
 def get_optimizer(name: str, *, seed: int = 0, reflection: ReflectionModel | None = None,
@@ -30,3 +39,10 @@ def get_optimizer(name: str, *, seed: int = 0, reflection: ReflectionModel | Non
     if getattr(factory, "uses_reflection", False):
         return factory(seed=seed, reflection=reflection, **kwargs)  # type: ignore[no-any-return]
     return factory(**kwargs) if kwargs else factory()  # type: ignore[no-any-return]
+
+
+def smallest_budget(optimizer: Optimizer, n_train: int, n_validation: int) -> int:
+    """Protocol 8.9: the smallest budget that scores one proposal, for these split sizes when the method's
+    smallest budget depends on them (`smallest_budget(n_train, n_validation)`), else its fixed one."""
+    sized = getattr(optimizer, "smallest_budget", None)
+    return int(sized(n_train, n_validation)) if callable(sized) else optimizer.smallest_useful_budget

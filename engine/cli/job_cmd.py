@@ -35,7 +35,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 def job_main(argv: list[str]) -> int:
     p = _Parser(prog="python -m engine job", description="Run one mas-promptbench-v1 job.")
     _common(p)
-    p.add_argument("--method", required=True, help="optimizer name (e.g. identity, gepa, mipro)")
+    p.add_argument("--method", required=True, help="optimizer name (identity, gepa, mipro, mapro, maspo)")
     p.add_argument("--out", required=True, help="job directory (re-run the same command to resume)")
     p.add_argument("--budget", type=int, default=FULL_BUDGET, help="usable rollouts, 1..600 (600 = conformant)")
     p.add_argument("--reflection-endpoint", help="reflection model base URL (also REFLECTION_MODEL_BASE_URL)")

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
+
+from core.blobs import resolve
 
 from core.errors import ContractError, InfrastructureInvalidError
 from core.ledger import BudgetLedger, LedgerSnapshot
@@ -12,7 +15,16 @@ from core.optimizer import CurvePoint
 from core.protocol import OPTIMIZATION_DECODING, REPETITION_PENALTY
 from core.seeds import request_seed
 from core.selection import forbidden_metadata
-from engine.runner import RolloutSpec, Runner, rollout_key
+from engine.chat.endpoint import EndpointPool
+from engine.reflection import PooledEndpoint, ReflectionClient
+from engine.runner import RetryPolicy, RolloutSpec, Runner, rollout_key
+from engine.store import Store
+
+# Task-model components of MAPRO (8.3) and MASPO (8.4): thinking off, the task runners' repetition penalty.
+# judge: pointwise potentials / blame (MAPRO) and the pairwise A/B judge (MASPO) at T 0, <= 1,024 tokens;
+# probe: MAPRO's single-agent, no-tool candidate probes at T 0.2, top-p 0.9, 768 tokens.
+TASK_MODEL_COMPONENTS = {"judge": {"temperature": 0.0, "top_p": 1.0, "max_tokens": 1024},
+                         "probe": {"temperature": 0.2, "top_p": 0.9, "max_tokens": 768}}
 
 
 MAX_CONSECUTIVE_INFRA_FAILURES = 25
@@ -50,13 +62,36 @@ class LedgerRunner:
             raise ContractError(f"bundle metadata carries forbidden keys: {', '.join(leaked)}")
 
     async def run_batch(self, rows: Sequence[Row], bundle: PromptBundle, iteration: int | str) -> list[RolloutRecord]:
+        return await self._run(rows, bundle, iteration, bundle.digest)
+
+    async def run_paired(self, rows: Sequence[Row], bundle: PromptBundle, iteration: int | str,
+                         pair_key: str) -> list[RolloutRecord]:
+        """core.optimizer.SessionRunner: the seed's role slot holds `pair_key` instead of the bundle digest."""
+        return await self._run(rows, bundle, f"{iteration}|pair", f"pair:{pair_key}")
+
+    def role_outputs(self, record: RolloutRecord) -> dict[str, str]:
+        """The last recorded reply text per role of one rollout (its last attempt wins), read from the store."""
+        store = self._runner.store
+        lo, hi = f"{record.rollout_id}#", f"{record.rollout_id}$"  # '$' follows '#': an index range scan
+        out: dict[str, str] = {}
+        for (text,) in store.rows("SELECT payload FROM events WHERE task_execution_id >= ? AND "
+                                  "task_execution_id < ? AND event_type = 'model_call' AND ok = 1 ORDER BY rowid",
+                                  (lo, hi)):
+            payload = resolve(json.loads(text), store.blob)
+            response = payload.get("response") or {}
+            if isinstance(payload.get("role"), str):
+                out[payload["role"]] = str(response.get("content") or "")
+        return out
+
+    async def _run(self, rows: Sequence[Row], bundle: PromptBundle, iteration: int | str,
+                   seed_slot: str) -> list[RolloutRecord]:
         for row in rows:
             if row.id not in self._allowed:
                 raise ContractError(f"optimizer asked for row {row.id!r}, which is not a train/validation row")
         self.validate_bundle(bundle)
         specs = []
         for pos, row in enumerate(rows):
-            seed = request_seed(self._seed, self._cell_id, "optimize", iteration, row.id, bundle.digest, pos)
+            seed = request_seed(self._seed, self._cell_id, "optimize", iteration, row.id, seed_slot, pos)
             specs.append(RolloutSpec(
                 row=row, bundle=bundle, seed=seed, phase="optimize", position=pos,
                 rollout_key=rollout_key(phase="optimize", iteration=str(iteration), position=pos, example_id=row.id,
@@ -74,6 +109,29 @@ class LedgerRunner:
                 f"{self._infra_run} consecutive rollouts ended as infrastructure failures after retries "
                 f"(last: {records[-1].error})")
         return records
+
+
+def task_model_clients(components: Sequence[str], *, pool: EndpointPool, store: Store, run_node: str,
+                       cell_id: str, optimizer_seed: int, retry: RetryPolicy) -> dict[str, ReflectionClient]:
+    """Recorded, uncharged clients on the TASK endpoints for the components a method declares (judge, probe)."""
+    clients = {}
+    for name in components:
+        spec = TASK_MODEL_COMPONENTS[name]
+        clients[name] = ReflectionClient(
+            endpoint=PooledEndpoint(pool), store=store, run_node=run_node, cell_id=cell_id,
+            optimizer_seed=optimizer_seed, retry=retry, component=name, temperature=spec["temperature"],
+            top_p=spec["top_p"], max_tokens=int(spec["max_tokens"]), thinking=False,
+            extra_body={"repetition_penalty": REPETITION_PENALTY})
+    return clients
+
+
+def component_usage(reflection: dict[str, Any], clients: dict[str, ReflectionClient]) -> dict[str, Any]:
+    """optimization.json `usage` beside `task`: reflection, judge and probe calls (never charged)."""
+    usage: dict[str, Any] = {"judge": {"model_calls": 0}, "probe": {"model_calls": 0},
+                             "reflection": reflection or {"model_calls": 0}}
+    for name, client in clients.items():
+        usage[name] = client.usage()
+    return usage
 
 
 def learning_curve(points: Sequence[CurvePoint], budget: int, final_charged: int) -> list[dict[str, Any]]:

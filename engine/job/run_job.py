@@ -27,12 +27,12 @@ from engine.job.config import DEFAULT_REFLECTION_URL, JobConfig
 from engine.job.data import JobData
 from engine.job.evaluation import Evaluation, Evaluator, failure_counts
 from engine.job.identity import build_identity, check_out_dir, write_identity
-from engine.job.optimization import LedgerRunner, learning_curve
+from engine.job.optimization import LedgerRunner, component_usage, learning_curve, task_model_clients
 from engine.job.endpoints import open_task_pool
 from engine.reflection import ReflectionClient
 from engine.runner import Runner
 from engine.store import Store
-from optimizers.registry import get_optimizer, uses_reflection
+from optimizers.registry import get_optimizer, smallest_budget, task_model_components, uses_reflection
 from topologies.prompts import seed_bundle as load_seed_bundle
 from topologies.registry import get_topology
 
@@ -79,12 +79,13 @@ def prepare(cfg: JobConfig, bench: Benchmark | None = None
         bench = get_benchmark(cfg.cell.task)
     topology = get_topology(cfg.cell.topology, cfg.cell.team_size, cfg.cell.communication)
     optimizer = get_optimizer(cfg.method, seed=cfg.seed)
-    if cfg.budget < optimizer.smallest_useful_budget and not cfg.allow_small_budget:
-        raise UsageError(f"--budget {cfg.budget} is below {cfg.method}'s smallest useful budget "
-                         f"({optimizer.smallest_useful_budget}); pass --allow-small-budget to proceed anyway")
     data = JobData(bench, cfg.data_dir, cfg.out)
     data.train()
     data.validation()
+    least = smallest_budget(optimizer, len(data.splits.train), len(data.splits.validation))
+    if cfg.budget < least and not cfg.allow_small_budget:
+        raise UsageError(f"--budget {cfg.budget} is below {cfg.method}'s smallest useful budget "
+                         f"({least}); pass --allow-small-budget to proceed anyway")
     roles = topology.roles(cfg.cell.task, cfg.cell.team_size)
     seed = load_seed_bundle(cfg.cell.topology, cfg.cell.task, roles)
     sizes = {"train": len(data.splits.train), "validation": len(data.splits.validation),
@@ -174,12 +175,16 @@ class _Job:
                               allowed_ids={r.id for r in train} | {r.id for r in validation})
         if not self.cfg.quiet:
             print(f"plan: {self.optimizer.plan(self.cfg.budget, len(train), len(validation))}", file=sys.stderr)
+        clients: dict[str, Any] = {}
         if self.reflection_endpoint is not None:
             await self.reflection_endpoint.probe()
             client = ReflectionClient(endpoint=self.reflection_endpoint, store=self.store, run_node=self.run_node,
                                       cell_id=self.identity["cell_id"], optimizer_seed=self.cfg.seed,
                                       retry=self.cfg.retry)
-            self.optimizer = get_optimizer(self.cfg.method, seed=self.cfg.seed, reflection=client)
+            clients = task_model_clients(task_model_components(self.cfg.method), pool=self.runner.pool,
+                                         store=self.store, run_node=self.run_node, cell_id=self.identity["cell_id"],
+                                         optimizer_seed=self.cfg.seed, retry=self.cfg.retry)
+            self.optimizer = get_optimizer(self.cfg.method, seed=self.cfg.seed, reflection=client, **clients)
         started = time.monotonic()
         failure: dict[str, Any] = {"status": "completed", "failure_kind": None}
         try:
@@ -222,8 +227,7 @@ class _Job:
             "training_ids": [r.id for r in train], "validation_ids": [r.id for r in validation],
             "incumbent_bundle": result.incumbent.to_json(), "stop_reason": result.stop_reason,
             "budget": snap.as_dict(),
-            "usage": {"task": usage_task, "judge": {"model_calls": 0},
-                      "reflection": result.reflection_usage or {"model_calls": 0}},
+            "usage": {"task": usage_task, **component_usage(result.reflection_usage, clients)},
             "failure_counts": failure_counts(records),
             "optimizer_artifact": "optimization/optimizer_result.json",
         }

@@ -3,6 +3,8 @@
 A `Policy` is built from a mapping dataset-name -> (Benchmark, rows with gold). It indexes every row by
 `benchmark.render_task(row)` and answers an OpenAI chat-completions request body as follows, first rule first:
 
+0. **Judge** (a task-model request whose messages carry `<judge_task>KIND</judge_task>`): the scripted judge of
+   engine/sim/judge.py (MAPRO / MASPO judge prompts), a pure function of the request text and the gold answers.
 1. **Reflection** (request `model` == the reflection model id, default "simulated-reflection"): take the text
    between `<current_instruction>` and `</current_instruction>` (if absent, the first ``` fenced block) in the
    messages; for every failure mode of every loaded benchmark whose `feedback_pattern` regex matches anywhere in
@@ -48,6 +50,7 @@ from core.benchmark import Benchmark, FailureMode, SimReply
 from core.canonical import canonical_json, sha256_hex
 from core.models import Row
 from engine.sim.faults import request_key
+from engine.sim.judge import SimJudge, judge_kind
 
 CONTRACT_MARKER = "PROTECTED FINAL OUTPUT CONTRACT"
 DEFAULT_REFLECTION_MODEL = "simulated-reflection"
@@ -176,6 +179,9 @@ class Policy:
                 seen.setdefault(f"{mode.name}\x00{mode.remedy}", mode)
         self._all_modes = tuple(seen.values())
         self._mode_patterns = tuple((m, re.compile(m.feedback_pattern)) for m in self._all_modes)
+        self._ids = {row_id: match for (_, row_id), match in self._by_id.items()}
+        self.judge = SimJudge(self._all_modes, lambda row_id: (lambda m: None if m is None else
+                                                               (m.benchmark, m.row))(self._ids.get(row_id)))
 
     # ------------------------------------------------------------------ lookup
 
@@ -244,6 +250,9 @@ class Policy:
         messages = body.get("messages") or []
         if self.is_reflection(body):
             return Decision("reflection", SimReply(content=self.reflect(messages)))
+        judged = _all_text(messages)
+        if judge_kind(judged) is not None:
+            return Decision("judge", SimReply(content=self.judge.reply(judged)))
         delegates = [name for name in _offered_tool_names(body) if name.startswith("delegate_to_")]
         if delegates:
             found = self.lookup(messages) if match is False else match

@@ -1,0 +1,228 @@
+"""`mapro`: MAPRO (Zhang et al., arXiv 2510.07475), "adapted" to protocol 8.3, native on the async runner.
+
+1. Seed pass: the seed bundle on every train row (charged). Pools: per role the seed prompt plus up to K - 1 = 4
+   rewrites by the reflection model (init cap 1,024 tokens, all requested concurrently), rewrite v shown the v-th
+   worst seed transcript (the 4th: all three); identical rewrites are kept once, in role and variant order.
+2. Each round: potentials on the first 3 transcripts of the latest evaluated assignment. Node potential of a
+   candidate = mean pointwise judge score / 10 over those rows, the judge (TASK model, thinking off) seeing the
+   transcript and the candidate's single-agent, no-tool probe reply on that row (TASK model, T 0.2, top-p 0.9,
+   768 tokens). Edge potential of a candidate pair on a graph edge (chain: consecutive roles; centralized: the star
+   proxy, manager first) = pointwise judge score / 10 of the pair on the same transcripts. Judge and probe calls are
+   uncharged, recorded (components `judge` / `probe`) and replayed on resume. A malformed judge reply counts 5.
+3. The exact max-product MAP assignment (optimizers/mapro/map_solver.py) is evaluated on all train rows (charged)
+   unless it was evaluated before. Incumbent = best train mean so far (earliest on ties).
+4. Topology-aware blame: for each of the 3 worst transcripts, the judge rates each role's share of the failure
+   (`Blame: N`); the most blamed role (ties: nearest the terminal role, then native order) is rewritten by the
+   reflection model (T 0.7, 512 tokens) from those transcripts; the new prompt joins its pool, replacing the
+   lowest-potential non-seed, unassigned member when the pool holds K.
+Stops: `max_rounds` (8), `patience` (3 rounds without a train gain > 0), `rollout_budget_spent` (the next train pass
+would not fit: a pass is never cut short). Charged: one train pass for the seed + one per new MAP assignment.
+Determinism: one `random.Random(method_rng_seed("mapro", seed))` (no draws are needed so far: every choice is a
+pure function of recorded results); rollout seeds are keyed by round; judge/probe/reflection keys by content.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import partial
+from typing import Any
+
+from core.errors import ContractError, InfrastructureError
+from core.models import PromptBundle, RolloutRecord, Row
+from core.optimizer import CurvePoint, ModelClient, OptimizerResult, OptimizerRunner
+from core.seeds import method_rng_seed
+from optimizers.mapro.map_solver import map_assignment
+from optimizers.mapro.potentials import Potentials, gather
+from optimizers.mapro.prompts import INIT_TOKENS, MUTATION_TEMPERATURE, MUTATION_TOKENS, rewrite_prompt
+from optimizers.mapro.roles import role_graph, worst
+from optimizers.reflective_dataset import last_fenced_block
+
+STOP_BUDGET = "rollout_budget_spent"
+STOP_ROUNDS = "max_rounds"
+STOP_PATIENCE = "patience"
+
+
+class Mapro:
+    name = "mapro"
+    smallest_useful_budget = 300  # protocol 8.9: 2 x train (150); smallest_budget() uses the actual train size
+    uses_reflection = True
+    task_model_components = ("judge", "probe")
+
+    def __init__(self, seed: int = 0, reflection: ModelClient | None = None, judge: ModelClient | None = None,
+                 probe: ModelClient | None = None, *, pool_size: int = 5, max_rounds: int = 8, patience: int = 3,
+                 n_transcripts: int = 3, n_worst: int = 3, threads: int = 12):
+        self.seed, self.reflection, self.judge, self.probe = seed, reflection, judge, probe
+        self.pool_size, self.max_rounds, self.patience = pool_size, max_rounds, patience
+        self.n_transcripts, self.n_worst, self.threads = n_transcripts, n_worst, threads
+        self.rng_seed = method_rng_seed("mapro", seed)
+
+    def smallest_budget(self, n_train: int, n_validation: int) -> int:
+        return 2 * n_train
+
+    def plan(self, budget: int, n_train: int, n_validation: int) -> str:
+        passes = max(0, budget // max(n_train, 1) - 1)
+        return (f"mapro: seed pass on all {n_train} train rows, then one {n_train}-row train pass per new MAP "
+                f"assignment -> the {budget} budget pays for at most {min(passes, self.max_rounds)} of "
+                f"<= {self.max_rounds} rounds (patience {self.patience}); pools of {self.pool_size} prompts per "
+                "role; judge and probe calls on the task model and reflection calls are uncharged")
+
+    async def optimize(self, runner: OptimizerRunner, train: Sequence[Row], validation: Sequence[Row],
+                       seed_bundle: PromptBundle, budget: int) -> OptimizerResult:
+        if self.reflection is None or self.judge is None or self.probe is None:
+            raise ContractError("mapro needs a reflection model, a judge and a probe client (not wired)")
+        return await _Run(self, runner, list(train), seed_bundle).search()
+
+
+class _Run:
+    def __init__(self, m: Mapro, runner: OptimizerRunner, train: list[Row], seed_bundle: PromptBundle):
+        self.m, self.runner, self.train, self.seed_bundle = m, runner, train, seed_bundle
+        assert m.reflection is not None and m.judge is not None and m.probe is not None
+        self.reflection = m.reflection
+        self.graph = role_graph(runner.roles)
+        self.rows = {r.id: r for r in train}
+        self.pools: dict[str, list[str]] = {r: [seed_bundle.roles[r]] for r in self.graph.roles}
+        self.potentials = Potentials(runner, self.graph, m.judge, m.probe, m.threads)
+        self.evaluated: dict[tuple[str, ...], float] = {}
+        self.curve: list[CurvePoint] = []
+        self.events: list[dict[str, Any]] = []
+        self.best: tuple[float, PromptBundle] | None = None
+        self.records: list[RolloutRecord] = []
+
+    def bundle(self, assignment: dict[str, int]) -> PromptBundle:
+        roles = {r: self.pools[r][assignment[r]] for r in self.seed_bundle.roles}
+        if roles == dict(self.seed_bundle.roles):
+            return self.seed_bundle
+        bundle = PromptBundle(roles=roles, demos=self.seed_bundle.demos,
+                              metadata={**self.seed_bundle.metadata, "optimizer": "mapro"})
+        self.runner.validate_bundle(bundle)
+        return bundle
+
+    def point(self, rnd: int, reason: str) -> None:
+        score, bundle = self.best if self.best else (None, self.seed_bundle)
+        self.curve.append(CurvePoint(self.runner.budget().charged, rnd, score, bundle.digest, reason))
+
+    async def train_pass(self, bundle: PromptBundle, rnd: int) -> float | None:
+        """Mean train score of `bundle`; None when the pass does not fit the remaining budget (nothing run)."""
+        if self.runner.budget().remaining < len(self.train):
+            return None
+        records = await self.runner.run_batch(self.train, bundle, f"round-{rnd}")
+        if any(r.budget_exhausted for r in records):
+            return None
+        self.records = records
+        mean = sum(float(r.score or 0.0) for r in records) / len(records)
+        if self.best is None or mean > self.best[0]:
+            self.best = (mean, bundle)
+            self.point(rnd, "seed_train_pass" if rnd == 0 else "incumbent_changed")
+        else:
+            self.point(rnd, "train_pass")
+        return mean
+
+    async def search(self) -> OptimizerResult:
+        stop, rounds = await self._loop()
+        self.point(rounds, f"stop:{stop}")
+        score, incumbent = self.best if self.best else (None, self.seed_bundle)
+        artifacts = {
+            "layout": "journal", "implementation_kind": "native", "stop_reason": stop,
+            "policy": {"pool_size": self.m.pool_size, "max_rounds": self.m.max_rounds, "patience": self.m.patience,
+                       "transcripts": self.m.n_transcripts, "worst": self.m.n_worst, "graph": self.graph.kind,
+                       "edges": [list(e) for e in self.graph.edges], "rng_seed": self.m.rng_seed},
+            "native_iterations": rounds, "events": self.events, "incumbent_train_score": score,
+            "incumbent_bundle": incumbent.to_json(),
+            "pools": {r: list(p) for r, p in self.pools.items()},
+            "evaluated_assignments": len(self.evaluated),
+        }
+        return OptimizerResult(incumbent=incumbent, stop_reason=stop, curve=tuple(self.curve), artifacts=artifacts,
+                               reflection_usage=self.reflection.usage())
+
+    async def _loop(self) -> tuple[str, int]:
+        seed_assignment = {r: 0 for r in self.graph.roles}
+        mean = await self.train_pass(self.seed_bundle, 0)
+        if mean is None:
+            return STOP_BUDGET, 0
+        self.evaluated[self.key(seed_assignment)] = mean
+        await self.init_pools()
+        stale = 0
+        for rnd in range(1, self.m.max_rounds + 1):
+            node, edge = await self.potentials.compute(self.pools, self.first_rows())
+            assignment = map_assignment(node, edge)
+            entry: dict[str, Any] = {"round": rnd, "assignment": assignment, "node_potentials": node,
+                                     "pool_sizes": {r: len(p) for r, p in self.pools.items()},
+                                     "pools": {r: list(p) for r, p in self.pools.items()}}
+            self.events.append(entry)
+            key = self.key(assignment)
+            before = self.best[0] if self.best else 0.0
+            if key in self.evaluated:
+                entry["repeat"] = True
+                stale += 1
+            else:
+                mean = await self.train_pass(self.bundle(assignment), rnd)
+                if mean is None:
+                    entry["budget_spent"] = True
+                    return STOP_BUDGET, rnd
+                self.evaluated[key] = mean
+                entry["train_score"] = mean
+                stale = 0 if mean > before else stale + 1
+            if stale >= self.m.patience:
+                return STOP_PATIENCE, rnd
+            if rnd < self.m.max_rounds:
+                await self.mutate(rnd, assignment, node, entry)
+        return STOP_ROUNDS, self.m.max_rounds
+
+    def key(self, assignment: dict[str, int]) -> tuple[str, ...]:
+        return tuple(self.pools[r][assignment[r]] for r in self.graph.roles)
+
+    def first_rows(self) -> list[tuple[Row, RolloutRecord]]:
+        usable = [r for r in self.records if r.usable][: self.m.n_transcripts]
+        return [(self.rows[r.example_id], r) for r in usable]
+
+    async def rewrite(self, role: str, instruction: str, shown: list[RolloutRecord], *, purpose: str, key: str,
+                      blamed: bool) -> str | None:
+        texts = [self.potentials.transcript(self.rows[r.example_id], r) for r in shown]
+        limit = MUTATION_TOKENS if blamed else INIT_TOKENS
+        prompt = rewrite_prompt(role, self.graph.describe(role), instruction, texts, limit=limit, blamed=blamed)
+        try:
+            reply = await self.reflection.complete([{"role": "user", "content": prompt}], purpose=purpose, key=key,
+                                                   temperature=MUTATION_TEMPERATURE if blamed else None,
+                                                   max_tokens=limit)
+        except InfrastructureError:  # the reflection endpoint kept failing: no rewrite this time (as gepa)
+            return None
+        text = last_fenced_block(reply)
+        return None if text is None or text == instruction.strip() else text
+
+    async def init_pools(self) -> None:
+        bad = worst(self.records, self.m.n_worst)
+        if not bad:
+            return
+        variants = ([[bad[i % len(bad)]] for i in range(self.m.pool_size - 2)] + [bad])[: self.m.pool_size - 1]
+        jobs = [(role, v, shown) for role in self.graph.roles for v, shown in enumerate(variants, 1)]
+        texts = await gather([partial(self.rewrite, role, self.pools[role][0], shown, purpose="mapro.init",
+                                      key=f"init|role={role}|variant={v}", blamed=False) for role, v, shown in jobs],
+                             self.m.threads)
+        for (role, _, _), text in zip(jobs, texts):  # appended in a fixed order, whatever the completion order
+            if text is not None and text not in self.pools[role]:
+                self.pools[role].append(text)
+
+    async def mutate(self, rnd: int, assignment: dict[str, int], node: dict[str, list[float]],
+                     entry: dict[str, Any]) -> None:
+        bad = [r for r in worst(self.records, self.m.n_worst) if float(r.score or 0.0) < 1.0]
+        if not bad:
+            entry["mutation"] = "no_failures"
+            return
+        current = {r: self.pools[r][assignment[r]] for r in self.graph.roles}
+        blame = await self.potentials.blame(current, [(self.rows[r.example_id], r) for r in bad])
+        role = min(self.graph.roles, key=lambda r: (-blame[r], self.graph.distance_to_terminal(r),
+                                                     self.graph.roles.index(r)))
+        entry.update(blame=blame, blamed_role=role)
+        text = await self.rewrite(role, current[role], bad, purpose="mapro.mutation", key=f"round={rnd}|role={role}",
+                                  blamed=True)
+        pool = self.pools[role]
+        if text is None or text in pool:
+            entry["mutation"] = "no_new_prompt"
+            return
+        if len(pool) < self.m.pool_size:
+            pool.append(text)
+        else:
+            victims = [i for i in range(1, len(pool)) if i != assignment[role]]
+            victim = min(victims, key=lambda i: (node[role][i], -i))
+            pool[victim] = text
+        entry["mutation"] = role
