@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 from core.canonical import content_hash
 from core.cell import ALL_METHODS, registry_key, source_tables
-from core.errors import JobIdentityError
+from core.errors import ArtifactError, JobIdentityError
 from core.models import PromptBundle
 from core.protocol import (
     CANONICAL_REFLECTION_MODEL,
@@ -90,7 +91,36 @@ def check_out_dir(out: Path, identity: dict[str, Any]) -> bool:
         differing = sorted(k for k in identity if not isinstance(body, dict) or body.get(k) != identity[k])
         raise JobIdentityError(f"--out {out} holds another job (differs in: {', '.join(differing) or 'format'});"
                                " use a fresh --out")
+    check_store_present(out / "card.sqlite")
     return True
+
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def check_store_present(path: Path) -> None:
+    """A started job's store is there, is SQLite, is not shorter than its header says, and is writable.
+
+    A job whose store is gone or empty cannot replay its recorded calls: re-creating it would silently re-send
+    (and re-charge) every request and export an invalid card, so it is refused ("store lost")."""
+    if not path.is_file():
+        raise ArtifactError(f"store lost: {path} is missing but job.json exists; the job's records cannot be "
+                            "replayed; restore the store or use a fresh --out")
+    size = path.stat().st_size
+    if size == 0:
+        raise ArtifactError(f"store lost: {path} is empty (0 bytes) but job.json exists; restore the store or use "
+                            "a fresh --out")
+    with open(path, "rb") as fh:
+        header = fh.read(100)
+    if len(header) < 100 or not header.startswith(SQLITE_MAGIC):
+        raise ArtifactError(f"store {path} is corrupt: not a SQLite database")
+    page_size = int.from_bytes(header[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(header[28:32], "big")
+    if header[24:28] == header[92:96] and pages and size < pages * page_size:
+        raise ArtifactError(f"store {path} is truncated: {size} bytes, its header says {pages * page_size}")
+    if not os.access(path, os.R_OK | os.W_OK) or os.statvfs(path).f_flag & os.ST_RDONLY:
+        raise ArtifactError(f"store {path} is read-only; the job cannot record into it")
 
 
 def write_identity(out: Path, identity: dict[str, Any]) -> dict[str, Any]:
