@@ -97,7 +97,8 @@ async def _attempt(session: aiohttp.ClientSession, target: Target) -> None:
             text = raw.decode("utf-8", errors="replace")
             judge_response(resp.status, resp.headers.get("Content-Type", ""), text, target)
     except aiohttp.ClientConnectorError as exc:
-        raise ValueError(f"unreachable: {type(exc).__name__} ({_snippet(str(exc.os_error), 80)})") from None
+        reason = getattr(exc.os_error, "strerror", None) or type(exc.os_error).__name__
+        raise ValueError(f"unreachable ({_snippet(str(reason), 80).lower()})") from None
     except (aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError, aiohttp.ClientOSError) as exc:
         raise _Transient(f"connection dropped ({type(exc).__name__})") from None
     except aiohttp.ClientError as exc:

@@ -24,7 +24,7 @@ def _model_id(text: str) -> str:
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cell", required=True, help="task=...,topology=...[,framework=,communication=,team_size=,model=]")
-    p.add_argument("--seed", type=int_in("--seed", 0, 2), default=0, help="optimizer / evaluation seed: 0, 1 or 2")
+    p.add_argument("--seed", type=int_in("--seed"), default=0, help="optimizer / evaluation seed: 0, 1 or 2")
     p.add_argument("--task-endpoint", action="append", dest="task_endpoints", metavar="URL",
                    help="OpenAI-compatible base URL (repeatable, round robin; also TASK_ENDPOINTS). "
                         "Omitted: the built-in simulated endpoint")
