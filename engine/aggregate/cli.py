@@ -30,15 +30,18 @@ class _UsageError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["allow_abbrev"] = False  # `--boot 5` is an error, not `--bootstrap 5`
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> NoReturn:  # one line on stderr, exit 2 (argparse prints usage + message)
         raise _UsageError(message)
 
 
 def _replicates(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if not (text.isascii() and text.isdigit()):  # int() also takes "٤" and "1_0"
+        raise argparse.ArgumentTypeError(f"not an integer written with ASCII digits: {text!r}")
+    value = int(text)
     if value < MIN_BOOTSTRAP_REPLICATES:
         raise argparse.ArgumentTypeError(f"at least {MIN_BOOTSTRAP_REPLICATES} replicates are required, got {value}")
     return value

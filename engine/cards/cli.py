@@ -17,7 +17,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from core.cards.model import RELEASE_CLASSES
 from core.cards.problems import errors
@@ -36,8 +36,12 @@ class _UsageError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["allow_abbrev"] = False  # also for the subcommands (parser_class)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> NoReturn:
-        raise _UsageError(f"{self.prog}: {message}")
+        raise _UsageError(f"{self.prog}: error: {message}")
 
 
 def build_parser() -> argparse.ArgumentParser:

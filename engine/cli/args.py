@@ -90,9 +90,16 @@ def _name_max(directory: Path) -> int:
         return 255
 
 
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists() or path.is_symlink()
+    except OSError:  # e.g. a component longer than NAME_MAX
+        return False
+
+
 def _nearest_existing(path: Path) -> Path:
     probe = path
-    while not probe.exists() and probe != probe.parent:
+    while not _exists(probe) and probe != probe.parent:
         probe = probe.parent
     return probe
 
@@ -122,7 +129,7 @@ def check_path_names(path: Path, what: str) -> None:
 def check_out_directory(out: Path, what: str = "--out") -> None:
     """`out` is a writable directory, or can be created as one; nothing is created here."""
     check_path_names(out, what)
-    if out.exists() or out.is_symlink():
+    if _exists(out):
         if not out.is_dir():
             raise UsageError(f"{what} {out} exists and is not a directory")
         _check_writable_dir(out, what, out)

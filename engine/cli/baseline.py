@@ -62,9 +62,12 @@ def load_bundle(path: Path, roles: list[str]) -> PromptBundle:
         if not isinstance(data, dict) or not isinstance(data.get("roles"), dict):
             raise ValueError("expected a JSON object with a 'roles' object")
         bundle = PromptBundle.from_json(data)
-    except (pydantic.ValidationError, ValueError, TypeError, KeyError) as exc:
-        first = str(exc).strip().splitlines()
-        detail = (first[0] if len(first) < 2 else f"{first[0]} {first[-1].strip()}")[:200]
+    except pydantic.ValidationError as exc:
+        first = exc.errors()[0]
+        detail = f"{'.'.join(map(str, first['loc'])) or 'bundle'}: {first['msg']}"[:200]
+        raise UsageError(f"--bundle {path} is not a prompt bundle: {detail}") from None
+    except (ValueError, TypeError, KeyError) as exc:
+        detail = " ".join(str(exc).split())[:200]
         raise UsageError(f"--bundle {path} is not a prompt bundle: {detail}") from None
     if set(bundle.roles) != set(roles):
         raise UsageError(f"--bundle {path} has roles {sorted(bundle.roles)}; this cell needs {sorted(roles)}")
