@@ -27,6 +27,7 @@ from engine.cards.export import Redaction, export_card
 from engine.cards.rescore import apply_rule, format_outcome, run_rule
 from engine.cards.rules import all_rules
 from engine.cards.validate import validate_path
+from engine.store.check import check_store_file
 
 PROG = "python -m engine card"
 
@@ -92,6 +93,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _export(args: argparse.Namespace) -> int:
     redactions = [Redaction.parse(text) for text in args.redact]
+    store = args.run_dir / "card.sqlite"
+    if store.is_file():  # a damaged store is refused before the reader opens it (read-only checks)
+        check_store_file(store, writable=False)
     bundle = export_card(args.run_dir, args.out, as_zip=args.zip, redactions=redactions,
                          release_class=args.release_class, license=args.license)
     manifest = json.loads(bundle.files["manifest.json"])

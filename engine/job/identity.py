@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ from core.protocol import (
 )
 from engine.job.artifacts import read_json, write_sealed
 from engine.job.config import JobConfig
+from engine.store.check import check_store_file
 
 
 def build_identity(cfg: JobConfig, seed_bundle: PromptBundle, split_sha256: str, split_sizes: dict[str, int],
@@ -95,32 +95,18 @@ def check_out_dir(out: Path, identity: dict[str, Any]) -> bool:
     return True
 
 
-SQLITE_MAGIC = b"SQLite format 3\x00"
-
-
 def check_store_present(path: Path) -> None:
-    """A started job's store is there, is SQLite, is not shorter than its header says, and is writable.
+    """A started job's store is there and not empty, else "store lost"; then engine/store/check.py.
 
     A job whose store is gone or empty cannot replay its recorded calls: re-creating it would silently re-send
-    (and re-charge) every request and export an invalid card, so it is refused ("store lost")."""
+    (and re-charge) every request and export an invalid card, so it is refused."""
     if not path.is_file():
         raise ArtifactError(f"store lost: {path} is missing but job.json exists; the job's records cannot be "
                             "replayed; restore the store or use a fresh --out")
-    size = path.stat().st_size
-    if size == 0:
+    if path.stat().st_size == 0:
         raise ArtifactError(f"store lost: {path} is empty (0 bytes) but job.json exists; restore the store or use "
                             "a fresh --out")
-    with open(path, "rb") as fh:
-        header = fh.read(100)
-    if len(header) < 100 or not header.startswith(SQLITE_MAGIC):
-        raise ArtifactError(f"store {path} is corrupt: not a SQLite database")
-    page_size = int.from_bytes(header[16:18], "big")
-    page_size = 65536 if page_size == 1 else page_size
-    pages = int.from_bytes(header[28:32], "big")
-    if header[24:28] == header[92:96] and pages and size < pages * page_size:
-        raise ArtifactError(f"store {path} is truncated: {size} bytes, its header says {pages * page_size}")
-    if not os.access(path, os.R_OK | os.W_OK) or os.statvfs(path).f_flag & os.ST_RDONLY:
-        raise ArtifactError(f"store {path} is read-only; the job cannot record into it")
+    check_store_file(path, writable=True)
 
 
 def write_identity(out: Path, identity: dict[str, Any]) -> dict[str, Any]:
