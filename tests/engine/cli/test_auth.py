@@ -157,3 +157,34 @@ def test_scrub_and_repr_never_show_a_key(key: str):
 def test_serve_sim_refuses_an_unset_key_variable():
     proc = engine("serve-sim", "--port", "0", "--require-api-key-env", "MPB_NOT_SET_ANYWHERE")
     assert_refused(proc, "MPB_NOT_SET_ANYWHERE")
+
+
+GEPA_SMALL = ["--budget", "60", "--allow-small-budget", "--reflection-model", "simulated-reflection"]
+
+
+def test_reflection_endpoint_has_its_own_key(tmp_path: Path, key: str):
+    reflection_key = f"rk-{secrets.token_hex(16)}"
+    with SimServer(build_policy(["bfcl"]), api_key=key) as task, \
+            SimServer(build_policy(["bfcl"]), api_key=reflection_key) as reflection:
+        argv = ["--task-endpoint", task.base_url, "--model-id", "m", "--reflection-endpoint", reflection.base_url,
+                *GEPA_SMALL]
+        refused = job(tmp_path / "a", *argv, method="gepa", env={"OPENAI_API_KEY": key})
+        assert_refused(refused, "reflection endpoint", reflection.base_url, "HTTP 401", "$REFLECTION_API_KEY")
+        assert not (tmp_path / "a").exists() and task.log == [] and reflection.log == []
+        done = job(tmp_path / "b", *argv, method="gepa",
+                   env={"OPENAI_API_KEY": key, "REFLECTION_API_KEY": reflection_key})
+        assert done.returncode == 0, done.stderr
+        assert any(e["kind"] == "reflection" for e in reflection.log)  # live reflection calls carried its key
+        assert all(e["status"] != 401 for e in task.log + reflection.log)
+    for secret in (key, reflection_key):
+        assert secret not in done.stdout + done.stderr + refused.stderr
+        _key_nowhere(secret, tmp_path / "b")
+
+
+def test_reflection_served_by_the_task_endpoint_uses_the_task_key(tmp_path: Path, key: str):
+    with SimServer(build_policy(["bfcl"]), api_key=key) as sim:
+        done = job(tmp_path / "j", "--task-endpoint", sim.base_url, "--model-id", "m", "--reflection-endpoint",
+                   sim.base_url, *GEPA_SMALL, method="gepa", env={"OPENAI_API_KEY": key})
+        assert done.returncode == 0, done.stderr
+        assert any(e["kind"] == "reflection" for e in sim.log)
+    _key_nowhere(key, tmp_path / "j")
