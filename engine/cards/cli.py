@@ -27,6 +27,7 @@ from engine.cards.export import Redaction, export_card
 from engine.cards.rescore import apply_rule, format_outcome, run_rule
 from engine.cards.rules import all_rules
 from engine.cards.validate import validate_path
+from engine.cli.args import check_path_names
 from engine.store.check import check_store_file
 
 PROG = "python -m engine card"
@@ -87,12 +88,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _COMMANDS[args.command](args)
     except UsageError as exc:
-        print(f"{PROG} {args.command}: {exc}", file=sys.stderr)
+        print(f"{PROG} {args.command}: error: {exc}", file=sys.stderr)
         return 2
 
 
 def _export(args: argparse.Namespace) -> int:
     redactions = [Redaction.parse(text) for text in args.redact]
+    check_path_names(args.out, "--out")
     store = args.run_dir / "card.sqlite"
     if store.is_file():  # a damaged store is refused before the reader opens it (read-only checks)
         check_store_file(store, writable=False)

@@ -37,6 +37,7 @@ from engine.job.endpoints import open_task_pool
 from engine.job.evaluation import Evaluator, failure_counts
 from engine.runner import RetryPolicy, Runner
 from engine.store import Store
+from engine.store.check import check_store_file
 from topologies.prompts import seed_bundle
 from topologies.registry import get_topology
 
@@ -90,6 +91,9 @@ def check_run_options(args: argparse.Namespace) -> RunPlan:
     check_out_file(out)
     work = out.parent / f"{out.stem}.run"
     check_out_directory(work, f"--out {out}: its store directory")
+    store = work / "card.sqlite"
+    if store.is_file() and store.stat().st_size > 0:  # re-run: the existing store must be intact and writable
+        check_store_file(store, writable=True)
     bench = get_benchmark(cell.task)
     topology = get_topology(cell.topology, cell.team_size, cell.communication)
     splits = bench.splits()

@@ -73,6 +73,12 @@ CASES: list[Case] = [
     ("run out is a dir", lambda d: [*R, "--out", str(d)], "is a directory"),
     ("run out is /dev/null", lambda d: [*R, "--out", "/dev/null"], "not a regular file"),
     ("run out name too long", lambda d: [*R, "--out", str(d / ("p" * 300 + ".jsonl"))], "longer than 255 bytes"),
+    ("aggregate out is a dir", lambda d: ["aggregate", str(d), "--out", str(d)], "is a directory"),
+    ("aggregate out is /dev/null", lambda d: ["aggregate", str(d), "--out", "/dev/null"], "not a regular file"),
+    ("aggregate out too long", lambda d: ["aggregate", str(d), "--out", str(d / ("s" * 300))], "longer than 255"),
+    ("aggregate plot is a file", lambda d: ["aggregate", str(d), "--plot", str(d / "file.txt")], "not a directory"),
+    ("card export out too long", lambda d: ["card", "export", str(d), "--out", str(d / ("c" * 300))],
+     "longer than 255"),
     ("serve-sim log is a dir", lambda d: ["serve-sim", "--port", "0", "--log", str(d)], "is a directory"),
     # bundles of the wrong shape
     *[(f"bundle {name}", (lambda name: lambda d: [*R, "--out", str(d / "p.jsonl"), "--limit", "1", "--bundle",

@@ -153,3 +153,14 @@ def test_file_size_limit_is_one_line_and_the_store_stays_consistent(tmp_path: Pa
     assert_refused(proc, "storage error")
     _assert_consistent(out / "card.sqlite")
     assert not list(out.rglob("*.tmp"))
+
+
+def test_run_with_a_corrupt_store_beside_its_predictions_is_refused_untouched(tmp_path: Path):
+    pred = tmp_path / "pred.jsonl"
+    first = engine("run", "--cell", BFCL_SINGLE, "--limit", "3", "--out", str(pred))
+    assert first.returncode == 0, first.stderr
+    _garbage_pages(tmp_path / "pred.run" / "card.sqlite")
+    before = snapshot(tmp_path)
+    proc = engine("run", "--cell", BFCL_SINGLE, "--limit", "3", "--out", str(pred))
+    assert_refused(proc, "corrupt")
+    assert snapshot(tmp_path) == before
