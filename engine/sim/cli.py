@@ -93,7 +93,6 @@ def main(argv: Sequence[str]) -> int:
         return _usage_error(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
     server = SimServer(policy, faults=plan, delay_s=args.delay_ms / 1000.0, host=args.host, port=args.port,
                        log_path=args.log, api_key=api_key.reveal() if api_key is not None else None)
-    print(BANNER, file=sys.stderr, flush=True)
     try:
         asyncio.run(_serve(server))
     except OSError as exc:  # e.g. address in use
@@ -109,6 +108,7 @@ async def _serve(server: SimServer) -> None:
     try:
         await server.start_async()
         try:
+            print(BANNER, file=sys.stderr, flush=True)  # once listening: a failure to listen is one line
             print(server.base_url, flush=True)
             print(f"serving {server.policy.row_count} rows; Ctrl-C to stop", file=sys.stderr, flush=True)
             await stop.wait()

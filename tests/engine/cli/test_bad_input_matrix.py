@@ -79,6 +79,9 @@ CASES: list[Case] = [
     ("aggregate plot is a file", lambda d: ["aggregate", str(d), "--plot", str(d / "file.txt")], "not a directory"),
     ("card export out too long", lambda d: ["card", "export", str(d), "--out", str(d / ("c" * 300))],
      "longer than 255"),
+    ("serve-sim bad host", lambda d: ["serve-sim", "--port", "0", "--host", "256.1.1.1"], "cannot listen"),
+    ("serve-sim --require-api-key-env bad", lambda d: ["serve-sim", "--port", "0", "--require-api-key-env", "A-B"],
+     "--require-api-key-env"),
     ("serve-sim log is a dir", lambda d: ["serve-sim", "--port", "0", "--log", str(d)], "is a directory"),
     # bundles of the wrong shape
     *[(f"bundle {name}", (lambda name: lambda d: [*R, "--out", str(d / "p.jsonl"), "--limit", "1", "--bundle",
