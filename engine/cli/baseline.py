@@ -113,8 +113,8 @@ def check_run_options(args: argparse.Namespace) -> RunPlan:
                      communication=cell.communication, team_size=cell.team_size, task_model=cell.task_model,
                      initial_bundle_sha256=seed.digest, scorer_id=f"{bench.name}:protocol:v1",
                      split_sha256=split_hash(splits.as_hash_payload()))
-    return RunPlan(task=cell.task, bench=bench, topology=topology, rows=rows, bundle=bundle, condition=cond, out=out, work=work,
-                   endpoints=endpoints, model_id=model_id or SIMULATED_MODEL_ID)
+    return RunPlan(task=cell.task, bench=bench, topology=topology, rows=rows, bundle=bundle, condition=cond, out=out,
+                   work=work, endpoints=endpoints, model_id=model_id or SIMULATED_MODEL_ID)
 
 
 async def run_baseline(args: argparse.Namespace, plan: RunPlan) -> dict[str, Any]:

@@ -79,7 +79,8 @@ def test_out_checks_do_not_create_anything(tmp_path: Path):
             check_out_file(bad)
 
 
-@pytest.mark.parametrize("url", ["http://u:secretpw@h/v1", "https://secretpw@h:8000/v1", "http://u:secretpw@[::1]:1/v1"])
+@pytest.mark.parametrize("url", ["http://u:secretpw@h/v1", "https://secretpw@h:8000/v1",
+                                 "http://u:secretpw@[::1]:1/v1"])
 def test_credentials_in_urls_are_refused_and_redacted(url: str):
     with pytest.raises(UsageError) as info:
         check_endpoint_url(url, "--task-endpoint")
