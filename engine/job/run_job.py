@@ -103,7 +103,7 @@ async def run_job(cfg: JobConfig, bench: Benchmark | None = None) -> dict[str, A
                                           reflection_model=cfg.reflection_model, api_key_env=cfg.api_key_env,
                                           startup_timeout=cfg.startup_timeout)
         reflection: Endpoint | None = None
-        if uses_reflection(cfg.method) and not (cfg.out / "optimization.json").exists():
+        if uses_reflection(cfg.method) and not _optimization_completed(cfg.out):
             # its own endpoint (the simulated one when simulated without one), checked before anything is written
             reflection_url = cfg.reflection_endpoint or (urls[0] if cfg.simulated else DEFAULT_REFLECTION_URL)
             reflection = await open_reflection_endpoint(
@@ -362,6 +362,12 @@ async def _cancel_interrupted(store: Store, run_node: str) -> None:
 
     if stale:
         await store.write(op)
+
+
+def _optimization_completed(out: Path) -> bool:
+    """Optimization is sealed as completed: its reflection endpoint is no longer needed (nor checked)."""
+    path = out / "optimization.json"
+    return path.exists() and read_sealed(path).get("status") == "completed"
 
 
 def _elapsed(out: Path) -> float | None:
