@@ -21,6 +21,7 @@ from engine.aggregate.discovery import find_results, load_results
 from engine.aggregate.plots import PlotUnavailable, load_pyplot, write_plots
 from engine.aggregate.summary import FAMILIES, aggregate
 from engine.aggregate.tables import format_table
+from engine.cli.args import check_out_directory, check_out_file
 
 PROG = "python -m engine aggregate"
 
@@ -30,15 +31,18 @@ class _UsageError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["allow_abbrev"] = False  # `--boot 5` is an error, not `--bootstrap 5`
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> NoReturn:  # one line on stderr, exit 2 (argparse prints usage + message)
         raise _UsageError(message)
 
 
 def _replicates(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if not (text.isascii() and text.isdigit()):  # int() also takes "٤" and "1_0"
+        raise argparse.ArgumentTypeError(f"not an integer written with ASCII digits: {text!r}")
+    value = int(text)
     if value < MIN_BOOTSTRAP_REPLICATES:
         raise argparse.ArgumentTypeError(f"at least {MIN_BOOTSTRAP_REPLICATES} replicates are required, got {value}")
     return value
@@ -95,6 +99,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except SystemExit as exc:  # --help
         return int(exc.code or 0)
+    if args.out is not None:  # checked before any output: one line, exit 2 (engine/cli/args.py)
+        check_out_file(args.out, "--out")
+    if args.plot is not None:
+        check_out_directory(args.plot, "--plot")
     missing = [root for root in args.roots if not root.exists()]
     if missing:
         _err(f"error: no such file or directory: {', '.join(map(str, missing))}")

@@ -17,7 +17,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from core.cards.model import RELEASE_CLASSES
 from core.cards.problems import errors
@@ -27,6 +27,8 @@ from engine.cards.export import Redaction, export_card
 from engine.cards.rescore import apply_rule, format_outcome, run_rule
 from engine.cards.rules import all_rules
 from engine.cards.validate import validate_path
+from engine.cli.args import check_path_names
+from engine.store.check import check_store_file
 
 PROG = "python -m engine card"
 
@@ -36,8 +38,12 @@ class _UsageError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["allow_abbrev"] = False  # also for the subcommands (parser_class)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> NoReturn:
-        raise _UsageError(f"{self.prog}: {message}")
+        raise _UsageError(f"{self.prog}: error: {message}")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -82,12 +88,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _COMMANDS[args.command](args)
     except UsageError as exc:
-        print(f"{PROG} {args.command}: {exc}", file=sys.stderr)
+        print(f"{PROG} {args.command}: error: {exc}", file=sys.stderr)
         return 2
 
 
 def _export(args: argparse.Namespace) -> int:
     redactions = [Redaction.parse(text) for text in args.redact]
+    check_path_names(args.out, "--out")
+    store = args.run_dir / "card.sqlite"
+    if store.is_file():  # a damaged store is refused before the reader opens it (read-only checks)
+        check_store_file(store, writable=False)
     bundle = export_card(args.run_dir, args.out, as_zip=args.zip, redactions=redactions,
                          release_class=args.release_class, license=args.license)
     manifest = json.loads(bundle.files["manifest.json"])

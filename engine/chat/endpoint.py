@@ -19,6 +19,7 @@ import anyio
 
 from core.canonical import canonical_json
 from core.errors import UsageError
+from engine.chat.auth import ApiKey
 from engine.chat.errors import classify_status, parse_completion, translate_exception
 
 
@@ -31,7 +32,7 @@ class Timeouts:
 
 class Endpoint:
     def __init__(self, base_url: str, model_id: str, *, capacity: int = 64, timeouts: Timeouts = Timeouts(),
-                 api_key: str = "EMPTY"):
+                 api_key: ApiKey | None = None):
         self.base_url = base_url.rstrip("/")
         self.model_id = model_id
         self.capacity = capacity
@@ -45,9 +46,11 @@ class Endpoint:
             connector = aiohttp.TCPConnector(limit=self.capacity + 16, limit_per_host=self.capacity + 16)
             timeout = aiohttp.ClientTimeout(total=self.timeouts.total, sock_connect=self.timeouts.connect,
                                             sock_read=self.timeouts.read)
+            headers = {"Content-Type": "application/json"}
+            if self._api_key is not None:  # sent only as a header; never recorded (the store records bodies)
+                headers["Authorization"] = f"Bearer {self._api_key.reveal()}"
             self._session = aiohttp.ClientSession(
-                connector=connector, timeout=timeout,
-                headers={"Authorization": f"Bearer {self._api_key}", "Content-Type": "application/json"},
+                connector=connector, timeout=timeout, headers=headers,
                 json_serialize=canonical_json,
             )
         return self._session

@@ -1,45 +1,59 @@
-"""The `job` and `run` commands."""
+"""The `job` and `run` commands. Every option is validated before anything is written (engine/cli/args.py)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-from typing import NoReturn
 
 import anyio
 
 from core.errors import UsageError
 from core.protocol import FULL_BUDGET
+from engine.chat.auth import DEFAULT_API_KEY_ENV, DEFAULT_REFLECTION_API_KEY_ENV
+from engine.chat.preflight import DEFAULT_STARTUP_TIMEOUT_S
+from engine.cli.args import StrictParser, check_ascii_text, int_in, positive_float
 from engine.cli.logging import configure_logging
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:  # one line, exit 2
-        raise UsageError(f"{self.prog}: {message}")
+def _model_id(text: str) -> str:
+    if not text or any(c.isspace() for c in text):
+        raise UsageError(f"a model id must be non-empty without spaces, got {text!r}")
+    return check_ascii_text(text, "a model id")
 
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cell", required=True, help="task=...,topology=...[,framework=,communication=,team_size=,model=]")
-    p.add_argument("--seed", type=int, default=0, help="optimizer / evaluation seed: 0, 1 or 2")
+    p.add_argument("--seed", type=int_in("--seed"), default=0, help="optimizer / evaluation seed: 0, 1 or 2")
     p.add_argument("--task-endpoint", action="append", dest="task_endpoints", metavar="URL",
                    help="OpenAI-compatible base URL (repeatable, round robin; also TASK_ENDPOINTS). "
                         "Omitted: the built-in simulated endpoint")
-    p.add_argument("--model-id", help="model id served by the task endpoint (also MODEL_ID)")
+    p.add_argument("--model-id", type=_model_id, help="model id served by the task endpoint (also MODEL_ID)")
+    p.add_argument("--api-key-env", metavar="NAME", default=None,
+                   help=f"environment variable holding the task endpoints' API key (default {DEFAULT_API_KEY_ENV}; "
+                        "sent as Authorization: Bearer, never written anywhere)")
     p.add_argument("--data-dir", help="local dataset directory (else the dataset's environment variable)")
-    p.add_argument("--concurrency", type=int, default=64, help="rollouts and requests in flight per endpoint")
-    p.add_argument("--request-timeout", type=float, default=1200.0, help="read timeout per model call, seconds")
+    p.add_argument("--concurrency", type=int_in("--concurrency", 1), default=64,
+                   help="rollouts and requests in flight per endpoint")
+    p.add_argument("--request-timeout", type=positive_float("--request-timeout"), default=1200.0,
+                   help="read timeout per model call, seconds")
+    p.add_argument("--startup-timeout", type=positive_float("--startup-timeout"), default=DEFAULT_STARTUP_TIMEOUT_S,
+                   help="deadline of the start-up check (one tiny chat completion per endpoint), seconds")
     p.add_argument("--quiet", action="store_true")
 
 
 def job_main(argv: list[str]) -> int:
-    p = _Parser(prog="python -m engine job", description="Run one mas-promptbench-v1 job.")
+    p = StrictParser(prog="python -m engine job", description="Run one mas-promptbench-v1 job.")
     _common(p)
     p.add_argument("--method", required=True, help="optimizer name (identity, gepa, mipro, mapro, maspo)")
     p.add_argument("--out", required=True, help="job directory (re-run the same command to resume)")
-    p.add_argument("--budget", type=int, default=FULL_BUDGET, help="usable rollouts, 1..600 (600 = conformant)")
+    p.add_argument("--budget", type=int_in("--budget"), default=FULL_BUDGET,
+                   help="usable rollouts, 1..600 (600 = conformant)")
     p.add_argument("--reflection-endpoint", help="reflection model base URL (also REFLECTION_MODEL_BASE_URL)")
-    p.add_argument("--reflection-model", help="reflection model id (also REFLECTION_MODEL_ID)")
+    p.add_argument("--reflection-model", type=_model_id, help="reflection model id (also REFLECTION_MODEL_ID)")
+    p.add_argument("--reflection-api-key-env", metavar="NAME", default=None,
+                   help=f"environment variable holding the reflection endpoint's API key (default "
+                        f"{DEFAULT_REFLECTION_API_KEY_ENV})")
     p.add_argument("--allow-small-budget", action="store_true",
                    help="proceed with a budget below the method's smallest useful budget")
     args = p.parse_args(argv)
@@ -51,25 +65,27 @@ def job_main(argv: list[str]) -> int:
                        task_endpoints=args.task_endpoints, model_id=args.model_id, data_dir=args.data_dir,
                        concurrency=args.concurrency, reflection_endpoint=args.reflection_endpoint,
                        reflection_model=args.reflection_model, allow_small_budget=args.allow_small_budget,
-                       quiet=args.quiet, request_timeout=args.request_timeout)
+                       quiet=args.quiet, request_timeout=args.request_timeout, api_key_env=args.api_key_env,
+                       reflection_api_key_env=args.reflection_api_key_env, startup_timeout=args.startup_timeout)
     result = anyio.run(run_job, cfg)
     print(json.dumps(summary_line(result), sort_keys=True))
     return 0
 
 
 def run_main(argv: list[str]) -> int:
-    p = _Parser(prog="python -m engine run", description="Baseline run of one bundle on a split, recorded.")
+    p = StrictParser(prog="python -m engine run", description="Baseline run of one bundle on a split, recorded.")
     _common(p)
     p.add_argument("--split", default="test", choices=["train", "validation", "test"])
     p.add_argument("--only", nargs="+", metavar="ID", help="run only these example IDs (in this order)")
-    p.add_argument("--limit", type=int, help="run only the first N IDs of the split")
+    p.add_argument("--limit", type=int_in("--limit", 1), help="run only the first N IDs of the split")
     p.add_argument("--bundle", help="bundle JSON file (default: the seed bundle of the cell)")
     p.add_argument("--out", required=True, help="predictions JSONL; the store is written beside it")
     args = p.parse_args(argv)
     configure_logging(args.quiet)
-    from engine.cli.baseline import run_baseline
+    from engine.cli.baseline import check_run_options, run_baseline
 
-    summary = anyio.run(run_baseline, args)
+    plan = check_run_options(args)
+    summary = anyio.run(run_baseline, args, plan)
     print(json.dumps(summary, sort_keys=True))
     return 0
 

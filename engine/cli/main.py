@@ -1,7 +1,8 @@
 """`python -m engine COMMAND ...`: job, run, serve-sim, aggregate, card.
 
-Engine errors become one line on stderr and their exit code (2 for usage, configuration, data and artifact
-errors); anything else propagates loudly.
+Engine errors and storage failures (engine/io_errors.py, also when wrapped in exception groups) become one line on
+stderr and their exit code (2 for usage, configuration, data, artifact and storage errors); anything else
+propagates loudly.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import sys
 from collections.abc import Callable
 
 from core.errors import EngineError
+from engine.chat.auth import scrub
+from engine.io_errors import as_engine_error
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "job": ("engine.cli.job_cmd:job_main", "run one protocol job (optimize, sealed selection, paired test)"),
@@ -39,9 +42,17 @@ def main(argv: list[str]) -> int:
         return 2
     try:
         return _resolve(COMMANDS[name][0])(rest)
-    except EngineError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exc.exit_code
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # engine errors, storage failures (also inside exception groups): one line
+        error = as_engine_error(exc)
+        if error is None:
+            raise
+        print(f"error: {one_line(str(error))}", file=sys.stderr)
+        return error.exit_code
+
+
+def one_line(text: str) -> str:
+    """An error message as one printable line without any API key this process has read."""
+    return " ".join(scrub(text).split()) or "unknown error"

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -10,6 +12,15 @@ from core.cell import parse_cell
 from core.errors import UsageError
 from core.models import Cell
 from core.protocol import CANONICAL_REFLECTION_MODEL, FULL_BUDGET, TASK_MODELS
+from engine.chat.auth import (
+    DEFAULT_API_KEY_ENV,
+    DEFAULT_REFLECTION_API_KEY_ENV,
+    api_key_from_env,
+    check_endpoint_url,
+    check_env_name,
+)
+from engine.chat.preflight import DEFAULT_STARTUP_TIMEOUT_S
+from engine.cli.args import check_out_directory
 from engine.runner import RetryPolicy
 
 SIMULATED_MODEL_ID = "simulated-policy"
@@ -35,6 +46,9 @@ class JobConfig:
     allow_small_budget: bool = False
     quiet: bool = False
     sim_delay_s: float = 0.0
+    api_key_env: str = DEFAULT_API_KEY_ENV  # the variable's NAME only: a key is never stored in a config
+    reflection_api_key_env: str = DEFAULT_REFLECTION_API_KEY_ENV
+    startup_timeout: float = DEFAULT_STARTUP_TIMEOUT_S
 
     @property
     def simulated(self) -> bool:
@@ -54,24 +68,61 @@ def endpoints_from(args_endpoints: list[str] | None) -> tuple[str, ...]:
     return tuple(e.strip() for e in env.split(",") if e.strip())
 
 
+def check_endpoints_option(endpoints: tuple[str, ...], what: str = "--task-endpoint") -> tuple[str, ...]:
+    for url in endpoints:
+        check_endpoint_url(url, what)
+    return endpoints
+
+
+def check_cell_text(cell: str) -> str:
+    """The --cell text is ASCII and its team_size (if any) is written with ASCII digits (`int("٤")` is 4)."""
+    if not cell.isascii() or not cell.isprintable():
+        raise UsageError(f"--cell must be printable ASCII, got {cell!r}")
+    found = re.search(r"(?:^|,)\s*team_size\s*=\s*([^,]*)", cell)
+    if found and not re.fullmatch(r"[0-9]+", found.group(1).strip()):
+        raise UsageError(f"team_size must be written with ASCII digits, got {found.group(1).strip()!r}")
+    return cell
+
+
+def check_timeout(value: float, what: str) -> float:
+    if not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise UsageError(f"{what} must be a finite number of seconds > 0, got {value}")
+    return float(value)
+
+
+def check_key_options(api_key_env: str, reflection_api_key_env: str, *, explicit: bool,
+                      explicit_reflection: bool) -> None:
+    """Variable names are valid; a variable named explicitly must be set; a set key must be sendable."""
+    check_env_name(api_key_env, "--api-key-env")
+    check_env_name(reflection_api_key_env, "--reflection-api-key-env")
+    api_key_from_env(api_key_env, required=explicit, what="--api-key-env")
+    api_key_from_env(reflection_api_key_env, required=explicit_reflection, what="--reflection-api-key-env")
+
+
 def build_config(*, cell: str, method: str, seed: int, out: str, budget: int, task_endpoints: list[str] | None,
                  model_id: str | None, data_dir: str | None, concurrency: int, reflection_endpoint: str | None = None,
                  reflection_model: str | None = None, allow_small_budget: bool = False, quiet: bool = False,
-                 request_timeout: float = 1200.0) -> JobConfig:
-    parsed = parse_cell(cell)
+                 request_timeout: float = 1200.0, api_key_env: str | None = None,
+                 reflection_api_key_env: str | None = None,
+                 startup_timeout: float = DEFAULT_STARTUP_TIMEOUT_S) -> JobConfig:
+    parsed = parse_cell(check_cell_text(cell))
     if seed not in (0, 1, 2):
         raise UsageError(f"--seed must be 0, 1 or 2, got {seed}")
     if not 1 <= budget <= FULL_BUDGET:
         raise UsageError(f"--budget must be in 1..{FULL_BUDGET}, got {budget}")
     if concurrency < 1:
         raise UsageError(f"--concurrency must be >= 1, got {concurrency}")
-    endpoints = endpoints_from(task_endpoints)
-    for url in endpoints:
-        if not url.startswith(("http://", "https://")):
-            raise UsageError(f"--task-endpoint must be an http(s) URL, got {url!r}")
+    check_timeout(request_timeout, "--request-timeout")
+    check_timeout(startup_timeout, "--startup-timeout")
+    endpoints = check_endpoints_option(endpoints_from(task_endpoints))
     if endpoints and not model_id and not os.environ.get("MODEL_ID"):
         raise UsageError("--model-id (or MODEL_ID) is required with a real --task-endpoint")
     reflection_endpoint = reflection_endpoint or os.environ.get("REFLECTION_MODEL_BASE_URL") or None
+    if reflection_endpoint is not None:
+        check_endpoint_url(reflection_endpoint, "--reflection-endpoint")
+    check_key_options(api_key_env or DEFAULT_API_KEY_ENV, reflection_api_key_env or DEFAULT_REFLECTION_API_KEY_ENV,
+                      explicit=api_key_env is not None, explicit_reflection=reflection_api_key_env is not None)
+    check_out_directory(Path(out))
     reflection_model = reflection_model or os.environ.get("REFLECTION_MODEL_ID") or None
     if reflection_model is None:
         # simulated task endpoint and no reflection endpoint: the simulated endpoint also plays the reflection model
@@ -82,4 +133,7 @@ def build_config(*, cell: str, method: str, seed: int, out: str, budget: int, ta
         model_id=model_id or os.environ.get("MODEL_ID") or None, data_dir=data_dir, concurrency=concurrency,
         reflection_endpoint=reflection_endpoint, reflection_model=reflection_model,
         allow_small_budget=allow_small_budget, quiet=quiet, request_timeout=request_timeout,
+        api_key_env=api_key_env or DEFAULT_API_KEY_ENV,
+        reflection_api_key_env=reflection_api_key_env or DEFAULT_REFLECTION_API_KEY_ENV,
+        startup_timeout=startup_timeout,
     )

@@ -1,5 +1,6 @@
-"""Opening the task endpoints of a job or baseline run: the given OpenAI-compatible servers, or the built-in,
-clearly labelled simulated endpoint when none is given; probed before anything is written."""
+"""Opening the endpoints of a job or baseline run: the given OpenAI-compatible servers, or the built-in,
+clearly labelled simulated endpoint when none is given. Every endpoint passes the start-up check (one tiny chat
+completion with its model id, engine/chat/preflight.py) before anything is written."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ import sys
 from collections.abc import Iterator, Sequence
 from contextlib import AsyncExitStack, contextmanager
 
+from engine.chat.auth import DEFAULT_API_KEY_ENV, ApiKey, api_key_from_env
 from engine.chat.endpoint import Endpoint, EndpointPool, Timeouts
+from engine.chat.preflight import DEFAULT_STARTUP_TIMEOUT_S, Target, check_endpoints
 
 SIM_BANNER = ("SIMULATED ENDPOINT: no --task-endpoint given, so this job talks to the built-in simulated policy "
               "on 127.0.0.1. Its scores are NOT model scores; the job is marked non-conformant.")
@@ -15,11 +18,14 @@ SIM_BANNER = ("SIMULATED ENDPOINT: no --task-endpoint given, so this job talks t
 
 @contextmanager
 def simulated_endpoint(tasks: list[str], data_dir: str | None, delay_s: float = 0.0,
-                       reflection_model: str = "simulated-reflection") -> Iterator[str]:
+                       reflection_model: str = "simulated-reflection",
+                       require_api_key: ApiKey | None = None) -> Iterator[str]:
+    """The in-process simulated endpoint; with `require_api_key` it answers 401 to requests without that key."""
     from engine.sim.build import build_policy
     from engine.sim.server import SimServer
 
-    server = SimServer(build_policy(tasks, data_dir, reflection_model), delay_s=delay_s)
+    server = SimServer(build_policy(tasks, data_dir, reflection_model), delay_s=delay_s,
+                       api_key=require_api_key.reveal() if require_api_key is not None else None)
     server.start()
     try:
         yield server.base_url
@@ -29,15 +35,34 @@ def simulated_endpoint(tasks: list[str], data_dir: str | None, delay_s: float = 
 
 async def open_task_pool(stack: AsyncExitStack, endpoints: Sequence[str], *, task: str, data_dir: str | None,
                          model_id: str, concurrency: int, request_timeout: float, sim_delay_s: float = 0.0,
-                         reflection_model: str = "simulated-reflection") -> tuple[EndpointPool, list[str]]:
-    """The probed endpoint pool (closed with `stack`) and its base URLs; unreachable endpoints raise UsageError."""
+                         reflection_model: str = "simulated-reflection", api_key_env: str = DEFAULT_API_KEY_ENV,
+                         startup_timeout: float = DEFAULT_STARTUP_TIMEOUT_S,
+                         ) -> tuple[EndpointPool, list[str]]:
+    """The checked endpoint pool (closed with `stack`) and its base URLs; unusable endpoints raise UsageError."""
     urls = list(endpoints)
     if not urls:
         print(SIM_BANNER, file=sys.stderr, flush=True)
         urls = [stack.enter_context(simulated_endpoint([task], data_dir, delay_s=sim_delay_s,
                                                        reflection_model=reflection_model))]
+    key = api_key_from_env(api_key_env, required=False, what="--api-key-env")
+    await check_endpoints([Target(u, model_id, key, "task endpoint", api_key_env) for u in urls], startup_timeout)
     timeouts = Timeouts(read=request_timeout)
-    pool = EndpointPool([Endpoint(u, model_id, capacity=concurrency, timeouts=timeouts) for u in urls])
+    pool = EndpointPool([Endpoint(u, model_id, capacity=concurrency, timeouts=timeouts, api_key=key)
+                         for u in urls])
     stack.push_async_callback(pool.aclose)
-    await pool.probe()
     return pool, urls
+
+
+async def open_reflection_endpoint(stack: AsyncExitStack, url: str, *, model_id: str, concurrency: int,
+                                   read_timeout: float, key_env: str, fallback_key_env: str | None,
+                                   startup_timeout: float = DEFAULT_STARTUP_TIMEOUT_S) -> Endpoint:
+    """The checked reflection endpoint. Its key comes from `key_env`; when that is unset and the reflection
+    model is served by a task endpoint (`fallback_key_env` given), the task endpoints' key is used."""
+    env = key_env
+    key = api_key_from_env(key_env, required=False, what="--reflection-api-key-env")
+    if key is None and fallback_key_env is not None:
+        env, key = fallback_key_env, api_key_from_env(fallback_key_env, required=False, what="--api-key-env")
+    await check_endpoints([Target(url, model_id, key, "reflection endpoint", env)], startup_timeout)
+    endpoint = Endpoint(url, model_id, capacity=concurrency, timeouts=Timeouts(read=read_timeout), api_key=key)
+    stack.push_async_callback(endpoint.aclose)
+    return endpoint

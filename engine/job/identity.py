@@ -7,7 +7,7 @@ from typing import Any
 
 from core.canonical import content_hash
 from core.cell import ALL_METHODS, registry_key, source_tables
-from core.errors import JobIdentityError
+from core.errors import ArtifactError, JobIdentityError
 from core.models import PromptBundle
 from core.protocol import (
     CANONICAL_REFLECTION_MODEL,
@@ -21,6 +21,7 @@ from core.protocol import (
 )
 from engine.job.artifacts import read_json, write_sealed
 from engine.job.config import JobConfig
+from engine.store.check import check_store_file
 
 
 def build_identity(cfg: JobConfig, seed_bundle: PromptBundle, split_sha256: str, split_sizes: dict[str, int],
@@ -90,7 +91,22 @@ def check_out_dir(out: Path, identity: dict[str, Any]) -> bool:
         differing = sorted(k for k in identity if not isinstance(body, dict) or body.get(k) != identity[k])
         raise JobIdentityError(f"--out {out} holds another job (differs in: {', '.join(differing) or 'format'});"
                                " use a fresh --out")
+    check_store_present(out / "card.sqlite")
     return True
+
+
+def check_store_present(path: Path) -> None:
+    """A started job's store is there and not empty, else "store lost"; then engine/store/check.py.
+
+    A job whose store is gone or empty cannot replay its recorded calls: re-creating it would silently re-send
+    (and re-charge) every request and export an invalid card, so it is refused."""
+    if not path.is_file():
+        raise ArtifactError(f"store lost: {path} is missing but job.json exists; the job's records cannot be "
+                            "replayed; restore the store or use a fresh --out")
+    if path.stat().st_size == 0:
+        raise ArtifactError(f"store lost: {path} is empty (0 bytes) but job.json exists; restore the store or use "
+                            "a fresh --out")
+    check_store_file(path, writable=True)
 
 
 def write_identity(out: Path, identity: dict[str, Any]) -> dict[str, Any]:

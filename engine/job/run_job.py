@@ -21,14 +21,14 @@ from core.models import PromptBundle, RolloutRecord
 from core.optimizer import CurvePoint, Optimizer, OptimizerResult
 from core.protocol import PROTOCOL_ID, REFLECTION_TIMEOUT_S
 from core.selection import decide, forbidden_metadata
-from engine.chat.endpoint import Endpoint, EndpointPool, Timeouts
+from engine.chat.endpoint import Endpoint, EndpointPool
 from engine.job.artifacts import read_json, read_sealed, write_json_atomic, write_jsonl_atomic, write_sealed
 from engine.job.config import DEFAULT_REFLECTION_URL, JobConfig
 from engine.job.data import JobData
 from engine.job.evaluation import Evaluation, Evaluator, failure_counts
 from engine.job.identity import build_identity, check_out_dir, write_identity
 from engine.job.optimization import LedgerRunner, component_usage, learning_curve, task_model_clients
-from engine.job.endpoints import open_task_pool
+from engine.job.endpoints import open_reflection_endpoint, open_task_pool
 from engine.reflection import ReflectionClient
 from engine.runner import Runner
 from engine.store import Store
@@ -101,13 +101,17 @@ async def run_job(cfg: JobConfig, bench: Benchmark | None = None) -> dict[str, A
         pool, urls = await open_task_pool(stack, cfg.task_endpoints, task=cfg.cell.task, data_dir=cfg.data_dir,
                                           model_id=cfg.task_model_id, concurrency=cfg.concurrency,
                                           request_timeout=cfg.request_timeout, sim_delay_s=cfg.sim_delay_s,
-                                          reflection_model=cfg.reflection_model)
+                                          reflection_model=cfg.reflection_model, api_key_env=cfg.api_key_env,
+                                          startup_timeout=cfg.startup_timeout)
         reflection: Endpoint | None = None
-        if uses_reflection(cfg.method):  # its own endpoint; the simulated one when simulated without one
+        if uses_reflection(cfg.method) and not _optimization_completed(cfg.out):
+            # its own endpoint (the simulated one when simulated without one), checked before anything is written
             reflection_url = cfg.reflection_endpoint or (urls[0] if cfg.simulated else DEFAULT_REFLECTION_URL)
-            reflection = Endpoint(reflection_url, cfg.reflection_model, capacity=cfg.concurrency,
-                                  timeouts=Timeouts(read=REFLECTION_TIMEOUT_S))
-            stack.push_async_callback(reflection.aclose)
+            reflection = await open_reflection_endpoint(
+                stack, reflection_url, model_id=cfg.reflection_model, concurrency=cfg.concurrency,
+                read_timeout=REFLECTION_TIMEOUT_S, key_env=cfg.reflection_api_key_env,
+                fallback_key_env=cfg.api_key_env if reflection_url in urls else None,
+                startup_timeout=cfg.startup_timeout)
         cfg.out.mkdir(parents=True, exist_ok=True)
         stack.enter_context(job_lock(cfg.out))
         if not resuming:
@@ -177,7 +181,6 @@ class _Job:
             print(f"plan: {self.optimizer.plan(self.cfg.budget, len(train), len(validation))}", file=sys.stderr)
         clients: dict[str, Any] = {}
         if self.reflection_endpoint is not None:
-            await self.reflection_endpoint.probe()
             client = ReflectionClient(endpoint=self.reflection_endpoint, store=self.store, run_node=self.run_node,
                                       cell_id=self.identity["cell_id"], optimizer_seed=self.cfg.seed,
                                       retry=self.cfg.retry)
@@ -363,6 +366,12 @@ async def _cancel_interrupted(store: Store, run_node: str) -> None:
 
     if stale:
         await store.write(op)
+
+
+def _optimization_completed(out: Path) -> bool:
+    """Optimization is sealed as completed: its reflection endpoint is no longer needed (nor checked)."""
+    path = out / "optimization.json"
+    return path.exists() and read_sealed(path).get("status") == "completed"
 
 
 def _elapsed(out: Path) -> float | None:

@@ -10,9 +10,12 @@ import argparse
 import asyncio
 import signal
 import sys
-from typing import NoReturn, Sequence
+from pathlib import Path
+from typing import Sequence
 
-from core.errors import EngineError
+from core.errors import EngineError, UsageError
+from engine.chat.auth import api_key_from_env, check_env_name
+from engine.cli.args import StrictParser, check_ascii_text, check_out_file, int_in, positive_float
 from engine.sim import build
 from engine.sim.faults import FAULT_KINDS, FaultPlan, parse_fault_spec
 from engine.sim.policy import DEFAULT_REFLECTION_MODEL
@@ -22,37 +25,33 @@ BANNER = "SIMULATED ENDPOINT — responses come from a scripted policy, scores a
 PROG = "python -m engine serve-sim"
 
 
-class _UsageExit(Exception):
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:  # one line, exit 2 (raised to main, which returns 2)
-        raise _UsageExit(message)
-
-
 def make_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = StrictParser(
         prog=PROG,
         description="Serve the labelled simulated OpenAI-compatible endpoint (scripted, seed-deterministic). "
                     "Its scores are not model scores.",
     )
     parser.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8000, help="port (default 8000; 0 = any free port)")
+    parser.add_argument("--port", type=int_in("--port", 0, 65535), default=8000,
+                        help="port (default 8000; 0 = any free port)")
     parser.add_argument("--tasks", default="bfcl", help="comma-separated benchmark names (default bfcl)")
     parser.add_argument("--data-dir", default=None, help="directory holding the benchmark data files")
-    parser.add_argument("--delay-ms", type=float, default=0.0, help="fixed delay before every response")
+    parser.add_argument("--delay-ms", type=positive_float("--delay-ms", allow_zero=True), default=0.0,
+                        help="fixed delay before every response")
     parser.add_argument("--fault", action="append", default=[], metavar="KIND=RATE",
                         help=f"inject a fault kind at a rate in [0,1] (repeatable); kinds: {', '.join(FAULT_KINDS)}")
-    parser.add_argument("--fault-seed", type=int, default=0, help="seed of the fault draws (default 0)")
-    parser.add_argument("--retry-after", type=float, default=0.0,
+    parser.add_argument("--fault-seed", type=int_in("--fault-seed", 0), default=0,
+                        help="seed of the fault draws (default 0)")
+    parser.add_argument("--retry-after", type=positive_float("--retry-after", allow_zero=True), default=0.0,
                         help="Retry-After seconds sent with http_429 (default 0)")
-    parser.add_argument("--slow-seconds", type=float, default=30.0,
+    parser.add_argument("--slow-seconds", type=positive_float("--slow-seconds", allow_zero=True), default=30.0,
                         help="how long a 'slow' fault holds the response (default 30)")
     parser.add_argument("--log", default=None, metavar="FILE", help="append the request log to FILE as JSON lines")
     parser.add_argument("--reflection-model", default=DEFAULT_REFLECTION_MODEL,
                         help=f"model id answered as the reflection model (default {DEFAULT_REFLECTION_MODEL})")
+    parser.add_argument("--require-api-key-env", default=None, metavar="NAME",
+                        help="answer 401 to requests without `Authorization: Bearer $NAME` (the key is read from "
+                             "the environment variable NAME, never from the command line)")
     return parser
 
 
@@ -65,14 +64,19 @@ def main(argv: Sequence[str]) -> int:
     parser = make_parser()
     try:
         args = parser.parse_args(list(argv))
-    except _UsageExit as exc:
-        return _usage_error(str(exc))
+        for spec in args.fault:
+            check_ascii_text(spec, "--fault")
+        api_key = None
+        if args.require_api_key_env is not None:
+            name = check_env_name(args.require_api_key_env, "--require-api-key-env")
+            api_key = api_key_from_env(name, required=True, what="--require-api-key-env")
+        check_ascii_text(args.host, "--host")
+        if args.log is not None:
+            check_out_file(Path(args.log), "--log")
+    except UsageError as exc:
+        return _usage_error(str(exc).removeprefix(f"{PROG}: "))
     except SystemExit as exc:  # --help prints and exits 0
         return exc.code if isinstance(exc.code, int) else 0
-    if not 0 <= args.port <= 65535:
-        return _usage_error(f"--port must be in 0..65535, got {args.port}")
-    if args.delay_ms < 0 or args.retry_after < 0 or args.slow_seconds < 0:
-        return _usage_error("--delay-ms, --retry-after and --slow-seconds must be >= 0")
     try:
         rates: dict[str, float] = {}
         for spec in args.fault:
@@ -88,8 +92,7 @@ def main(argv: Sequence[str]) -> int:
     except (EngineError, ImportError) as exc:
         return _usage_error(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
     server = SimServer(policy, faults=plan, delay_s=args.delay_ms / 1000.0, host=args.host, port=args.port,
-                       log_path=args.log)
-    print(BANNER, file=sys.stderr, flush=True)
+                       log_path=args.log, api_key=api_key.reveal() if api_key is not None else None)
     try:
         asyncio.run(_serve(server))
     except OSError as exc:  # e.g. address in use
@@ -105,6 +108,7 @@ async def _serve(server: SimServer) -> None:
     try:
         await server.start_async()
         try:
+            print(BANNER, file=sys.stderr, flush=True)  # once listening: a failure to listen is one line
             print(server.base_url, flush=True)
             print(f"serving {server.policy.row_count} rows; Ctrl-C to stop", file=sys.stderr, flush=True)
             await stop.wait()

@@ -4,6 +4,10 @@ Routes: POST /v1/chat/completions (answered by a `Policy`, faults from a `FaultP
 else is a 404 JSON error. Every response carries the header `X-Simulated-Endpoint: true`; every JSON body the
 fields `"simulated": true` and `"simulated_note"`.
 
+With `api_key`, every request without `Authorization: Bearer <api_key>` is answered 401 (OpenAI's error shape).
+Start-up checks (header `X-MPB-Preflight: 1`, engine/chat/preflight.py) are answered by the policy but neither
+logged nor subjected to the fault plan, so request counts and fault schedules see only the workload.
+
 Use it in a thread (`start()` / `stop()` or `with SimServer(...) as server:`) or inside a running loop
 (`await start_async()` / `await stop_async()`). The listen backlog is large (4096 by default) so that dozens of
 clients connecting at once are not dropped by the kernel (see reference/performance-notes.md).
@@ -21,10 +25,12 @@ from typing import Any
 
 from aiohttp import web
 
+from engine.sim.auth import require_bearer
 from engine.sim.faults import NO_FAULTS, FaultPlan, RequestFacts, request_key
 from engine.sim.policy import SIMULATED_NOTE, Policy
 from engine.sim.requestlog import RequestLog
 
+PREFLIGHT_HEADER = "X-MPB-Preflight"  # engine/chat/preflight.py (the sim does not import the chat client)
 SIM_HEADERS = {"X-Simulated-Endpoint": "true"}
 DEFAULT_BACKLOG = 4096
 MAX_BODY_BYTES = 64 * 1024 * 1024
@@ -52,6 +58,7 @@ class SimServer:
         port: int = 0,
         log_path: str | None = None,
         backlog: int = DEFAULT_BACKLOG,
+        api_key: str | None = None,
     ) -> None:
         if backlog < 1024:
             raise ValueError("backlog must be >= 1024")
@@ -61,6 +68,7 @@ class SimServer:
         self.host = host
         self.port = port
         self.backlog = backlog
+        self._middlewares = [require_bearer(api_key)] if api_key else []
         self._log = RequestLog(log_path)
         self._runner: web.AppRunner | None = None
         self._stopping: asyncio.Event | None = None
@@ -100,7 +108,7 @@ class SimServer:
         if self._runner is not None:
             raise RuntimeError("already started")
         self._stopping = asyncio.Event()
-        app = web.Application(client_max_size=MAX_BODY_BYTES)
+        app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=self._middlewares)
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_get("/v1/models", self._models)
         app.router.add_route("*", "/{tail:.*}", self._not_found)
@@ -232,6 +240,8 @@ class SimServer:
             self._log.record({"index": index, "key": None, "row_id": None, "seed": None, "model": None,
                               "status": 400, "fault": None, "occurrence": 0, "kind": None, "mode": None})
             return _json_response(_error_body(f"invalid request: {exc}", "BadRequestError", 400), status=400)
+        if request.headers.get(PREFLIGHT_HEADER) == "1":  # start-up check: answered, not logged, no faults
+            return _json_response(self.policy.render(body, self.policy.decide(body), key))
 
         policy = self.policy
         match = None if policy.is_reflection(body) else policy.lookup(body["messages"])

@@ -58,7 +58,7 @@ def test_unreachable_endpoint_at_start_up(tmp_path):
     out = tmp_path / "out"
     proc = engine(*job_args(out), "--task-endpoint", f"http://127.0.0.1:{free_port()}/v1", "--model-id", "m")
     assert proc.returncode == 2
-    assert proc.stderr.strip().startswith("error: endpoint") and "unreachable" in proc.stderr
+    assert proc.stderr.strip().startswith("error: task endpoint") and "unreachable" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
     assert not out.exists()
 

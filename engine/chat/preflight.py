@@ -1,0 +1,148 @@
+"""Start-up check: every endpoint a job will use answers one tiny chat completion with its configured model id.
+
+GET /models proves little (a wrong model id, a proxy answering HTML, a server that hangs on POST all pass it), so
+the check POSTs one 1-token completion per endpoint, under one short deadline (`--startup-timeout`), before the
+job writes anything. A transient answer (HTTP 429/5xx, a dropped connection) is tried again while the deadline
+allows; anything else fails at once. A failure is a `UsageError` (exit 2) whose one line names the endpoint
+(credentials never shown) and the cause.
+
+The request carries `X-MPB-Preflight: 1`, so the simulated endpoint answers it without counting it in its request
+log or applying its fault plan; a real server ignores the header.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import aiohttp
+import anyio
+
+from core.errors import UsageError
+from engine.chat.auth import ApiKey, redacted_url, scrub
+
+PREFLIGHT_HEADER = "X-MPB-Preflight"
+DEFAULT_STARTUP_TIMEOUT_S = 10.0
+_PROBE_MESSAGES = [{"role": "user", "content": "Reply with the single word OK."}]
+
+
+@dataclass(frozen=True)
+class Target:
+    """One endpoint to check: `role` is what the error line calls it ("task endpoint", "reflection endpoint")."""
+
+    base_url: str
+    model_id: str
+    api_key: ApiKey | None
+    role: str = "task endpoint"
+    key_env: str = "OPENAI_API_KEY"
+
+
+class _Transient(Exception):
+    def __init__(self, cause: str, retry_after: float | None = None):
+        super().__init__(cause)
+        self.retry_after = retry_after
+
+
+def _snippet(text: str, limit: int = 120) -> str:
+    flat = " ".join(scrub(text).split())
+    flat = "".join(c if c.isprintable() else "?" for c in flat)
+    return flat[:limit] + ("..." if len(flat) > limit else "")
+
+
+def _error_message(body: str) -> str:
+    try:
+        payload = json.loads(body)
+    except ValueError:
+        return _snippet(body)
+    if isinstance(payload, dict):
+        err = payload.get("error")
+        message = err.get("message") if isinstance(err, dict) else payload.get("message", err)
+        if isinstance(message, str):
+            return _snippet(message)
+    return _snippet(body)
+
+
+def judge_response(status: int, content_type: str, body: str, target: Target) -> None:
+    """Raise _Transient or return a permanent cause via ValueError; return None when the completion is usable."""
+    if status in (401, 403):
+        hint = f"set ${target.key_env}" if target.api_key is None else f"check ${target.key_env}"
+        raise ValueError(f"authentication failed (HTTP {status}): {hint}")
+    if status == 429 or status == 408 or status >= 500:
+        raise _Transient(f"HTTP {status}: {_error_message(body)}")
+    if status == 404:
+        raise ValueError(f"HTTP 404 for model {target.model_id!r} (model not served, or the URL lacks /v1): "
+                         f"{_error_message(body)}")
+    if status != 200:
+        raise ValueError(f"HTTP {status}: {_error_message(body)}")
+    stripped = body.lstrip()
+    if "html" in content_type.lower() or stripped[:1] == "<":
+        raise ValueError(f"answered HTML, not a JSON chat completion ({_snippet(stripped, 60)})")
+    try:
+        payload = json.loads(body)
+    except ValueError:
+        raise ValueError(f"answered non-JSON ({_snippet(stripped, 60) or 'empty body'})") from None
+    choices = payload.get("choices") if isinstance(payload, dict) else None
+    first = choices[0] if isinstance(choices, list) and choices else None
+    if not isinstance(first, dict) or not isinstance(first.get("message"), dict):
+        raise ValueError("answered JSON that is not a chat completion (no choices[0].message)")
+
+
+async def _attempt(session: aiohttp.ClientSession, target: Target) -> None:
+    body = {"model": target.model_id, "messages": _PROBE_MESSAGES, "max_tokens": 1, "temperature": 0.0}
+    try:
+        async with session.post(f"{target.base_url.rstrip('/')}/chat/completions", json=body) as resp:
+            raw = await resp.read()
+            text = raw.decode("utf-8", errors="replace")
+            judge_response(resp.status, resp.headers.get("Content-Type", ""), text, target)
+    except aiohttp.ClientConnectorError as exc:
+        reason = getattr(exc.os_error, "strerror", None) or type(exc.os_error).__name__
+        raise ValueError(f"unreachable ({_snippet(str(reason), 80).lower()})") from None
+    except (aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError, aiohttp.ClientOSError) as exc:
+        raise _Transient(f"connection dropped ({type(exc).__name__})") from None
+    except aiohttp.ClientError as exc:
+        raise ValueError(f"{type(exc).__name__}: {_snippet(str(exc), 80)}") from None
+
+
+async def _check(target: Target, timeout: float) -> str | None:
+    """None when the endpoint works, else the cause (one line)."""
+    headers = {PREFLIGHT_HEADER: "1", "Content-Type": "application/json"}
+    if target.api_key is not None:
+        headers["Authorization"] = f"Bearer {target.api_key.reveal()}"
+    last = "no answer"
+    async with aiohttp.ClientSession(headers=headers) as session:
+        with anyio.move_on_after(timeout) as scope:
+            for attempt in range(3):
+                try:
+                    await _attempt(session, target)
+                    return None
+                except ValueError as exc:
+                    return str(exc)
+                except _Transient as exc:
+                    last = str(exc)
+                    await anyio.sleep(min(1.0, 0.2 * (attempt + 1)))
+            return last
+    assert scope.cancelled_caught
+    if last == "no answer":
+        return f"no answer to a 1-token chat completion within {timeout:g} s (hangs on POST?)"
+    return f"still failing after {timeout:g} s: {last}"
+
+
+async def check_endpoints(targets: Sequence[Target], timeout: float = DEFAULT_STARTUP_TIMEOUT_S) -> None:
+    """Check every target concurrently; raise UsageError for the first failing one (in the given order)."""
+    if not math.isfinite(timeout) or timeout <= 0:
+        raise UsageError(f"the start-up timeout must be a finite number > 0, got {timeout}")
+    causes: list[str | None] = [None] * len(targets)
+
+    async def one(i: int, target: Target) -> None:
+        causes[i] = await _check(target, timeout)
+
+    async with anyio.create_task_group() as tg:
+        for i, target in enumerate(targets):
+            tg.start_soon(one, i, target)
+    for target, cause in zip(targets, causes):
+        if cause is not None:
+            raise UsageError(scrub(f"{target.role} {redacted_url(target.base_url)} (model {target.model_id!r}) "
+                                   f"failed the start-up check: {cause}"))
+
