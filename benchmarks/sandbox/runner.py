@@ -1,13 +1,14 @@
-"""Run one model-written Python program in a fresh, limited, throw-away process.
+"""Run one model-written Python program in a fresh, limited, throw-away jail.
 
-Each execution: a new temporary working directory (removed afterwards), a scrubbed environment, the
-interpreter in isolated mode (`-I`: no user site, no PYTHON* variables, no script directory on sys.path;
-`-B`: no bytecode files), the child bootstrap (`_bootstrap.py`) applying the rlimits and audit hooks, a new
-session so the parent can kill the whole process group at the wall deadline, and capped output capture.
+Each execution: the bubblewrap jail of jail.py (uid 65534, no host files, no network, empty environment, a
+private tmpfs /work holding only main.py), the interpreter in isolated mode (`-I`, `-B`), the child bootstrap
+(`_bootstrap.py`) applying the rlimits before any program code runs, a new session so the parent can kill the
+whole process group at the wall deadline (the jail dies with it: `--die-with-parent` and its PID namespace),
+and capped output capture. Without a jail the call raises SandboxUnavailable unless the caller's context
+allowed the unsafe mode (a bare subprocess in a temporary directory; see isolation.py).
 
-Limits are applied by the bootstrap inside the child (resource.setrlimit before any program code runs)
-rather than by `preexec_fn`: the async path runs this function in worker threads, and `preexec_fn` is not
-safe in a threaded parent. Dropping privileges uses subprocess's own `user=`/`group=` (done in C).
+Limits are applied by the bootstrap inside the child (resource.setrlimit) rather than by `preexec_fn`: the
+async path runs this function in worker threads, and `preexec_fn` is not safe in a threaded parent.
 """
 
 from __future__ import annotations
@@ -24,24 +25,23 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.sandbox.isolation import Isolation, probe
+from benchmarks.sandbox.isolation import Isolation, code_fd, isolation_for_run
+from benchmarks.sandbox.jail import WORKDIR, jail_argv
 from benchmarks.sandbox.limits import SandboxLimits, SandboxResult
 
 _BOOTSTRAP = (Path(__file__).with_name("_bootstrap.py")).read_text(encoding="utf-8")
 _MEMORY_RE = re.compile(r"^(MemoryError|numpy\.core\._exceptions\._ArrayMemoryError|.*Unable to allocate)", re.M)
 _READ_CHUNK = 65536
+MIN_TMPFS_BYTES = 8 * 1024 * 1024
 
 
 def scrubbed_env(workdir: str) -> dict[str, str]:
-    """The only environment the program sees: no API keys, tokens or inherited variables."""
+    """The only environment the program sees: constants, nothing inherited (no API keys, tokens, paths)."""
     return {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
-        "LANG": "C.UTF-8",
-        "LC_ALL": "C.UTF-8",
         "HOME": workdir,
         "TMPDIR": workdir,
         "PYTHONHASHSEED": "0",
-        "PYTHONIOENCODING": "utf-8",
         "OMP_NUM_THREADS": "1",
         "OPENBLAS_NUM_THREADS": "1",
         "MKL_NUM_THREADS": "1",
@@ -67,43 +67,45 @@ def _kill_group(pgid: int) -> None:
         pass
 
 
+def _inner(limits: SandboxLimits, status_w: int, workdir: str) -> list[str]:
+    config = {"rlimits": _rlimits(limits), "status_fd": status_w, "workdir": workdir}
+    argv = [sys.executable, "-I", "-B", "-X", "utf8"]
+    if not limits.site_packages:
+        argv.append("-S")
+    return argv + ["-c", _BOOTSTRAP, json.dumps(config)]
+
+
 def run_python_sync(code: str, stdin: str = "", limits: SandboxLimits | None = None, *,
                     isolation: Isolation | None = None) -> SandboxResult:
     """Run `code` as __main__ with `stdin`; blocks until it exits or a limit stops it. Never raises for
-    anything the program does; raises OSError only when a process cannot be started at all."""
+    anything the program does; raises SandboxUnavailable when there is no jail (and the unsafe mode was not
+    allowed), OSError only when a process cannot be started at all."""
     limits = limits or SandboxLimits()
-    iso = isolation or probe()
+    iso = isolation or isolation_for_run()
     started = time.monotonic()
-    workdir = tempfile.mkdtemp(prefix="mpb-sandbox-")
     status_r, status_w = os.pipe()
     proc: subprocess.Popen[bytes] | None = None
+    workdir: str | None = None
+    fds = [status_w]
     try:
-        main = Path(workdir, "main.py")
-        main.write_text(code, encoding="utf-8")
-        if iso.uid is not None:
-            os.chown(workdir, iso.uid, iso.gid if iso.gid is not None else -1)
-            os.chown(main, iso.uid, iso.gid if iso.gid is not None else -1)
-        config = {
-            "rlimits": _rlimits(limits),
-            "status_fd": status_w,
-            "workdir": workdir,
-            "block_network": iso.network != "netns",
-            "block_processes": limits.block_processes,
-        }
-        argv = [*iso.prefix, sys.executable, "-I", "-B", "-X", "utf8"]
-        if not limits.site_packages:
-            argv.append("-S")
-        argv += ["-c", _BOOTSTRAP, json.dumps(config)]
+        if iso.plan is not None:
+            fds.append(code_fd(code.encode("utf-8")))
+            tmpfs = max(MIN_TMPFS_BYTES, 2 * limits.file_size_bytes)
+            argv = jail_argv(iso.plan, _inner(limits, status_w, WORKDIR), code_fd=fds[1], tmpfs_bytes=tmpfs,
+                             env=scrubbed_env(WORKDIR))
+            cwd, env = "/", {}
+        else:
+            workdir = tempfile.mkdtemp(prefix="mpb-sandbox-")
+            Path(workdir, "main.py").write_text(code, encoding="utf-8")
+            argv, cwd, env = _inner(limits, status_w, workdir), workdir, scrubbed_env(workdir)
         with tempfile.TemporaryFile() as stdin_file:
             stdin_file.write(stdin.encode("utf-8"))
             stdin_file.seek(0)
-            proc = subprocess.Popen(
-                argv, stdin=stdin_file, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=workdir,
-                env=scrubbed_env(workdir), start_new_session=True, pass_fds=(status_w,), close_fds=True,
-                user=iso.uid, group=iso.gid, extra_groups=[] if iso.uid is not None else None,
-            )
-        os.close(status_w)
-        status_w = -1
+            proc = subprocess.Popen(argv, stdin=stdin_file, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    cwd=cwd, env=env, start_new_session=True, pass_fds=tuple(fds), close_fds=True)
+        for fd in fds:
+            os.close(fd)
+        fds = []
         return _collect(proc, status_r, limits, iso, started)
     finally:
         if proc is not None:
@@ -113,13 +115,13 @@ def run_python_sync(code: str, stdin: str = "", limits: SandboxLimits | None = N
             for stream in (proc.stdout, proc.stderr):
                 if stream is not None:
                     stream.close()
-        for fd in (status_r, status_w):
-            if fd >= 0:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
-        shutil.rmtree(workdir, ignore_errors=True)
+        for fd in [status_r, *fds]:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        if workdir is not None:
+            shutil.rmtree(workdir, ignore_errors=True)
 
 
 def _collect(proc: subprocess.Popen[bytes], status_r: int, limits: SandboxLimits, iso: Isolation,
@@ -189,7 +191,7 @@ def _collect(proc: subprocess.Popen[bytes], status_r: int, limits: SandboxLimits
         exit_code=exit_code, signal=sig, timed_out=timed_out, memory_exceeded=memory,
         output_limit_exceeded=over_output, stdout=stdout, stderr=stderr,
         stdout_truncated=truncated["stdout"], stderr_truncated=truncated["stderr"], wall_seconds=wall,
-        timeout_kind=timeout_kind, isolation=iso.as_dict(),
+        timeout_kind=timeout_kind, isolation=iso.as_dict(), program_uid=iso.program_uid,
     )
 
 
