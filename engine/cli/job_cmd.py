@@ -29,6 +29,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data-dir", help="local dataset directory (else the dataset's environment variable)")
     p.add_argument("--concurrency", type=int, default=64, help="rollouts and requests in flight per endpoint")
     p.add_argument("--request-timeout", type=float, default=1200.0, help="read timeout per model call, seconds")
+    p.add_argument("--unsafe-sandbox", action="store_true",
+                   help="run model-written code without the jail when none can be built (marks a job non-conformant)")
     p.add_argument("--quiet", action="store_true")
 
 
@@ -51,7 +53,7 @@ def job_main(argv: list[str]) -> int:
                        task_endpoints=args.task_endpoints, model_id=args.model_id, data_dir=args.data_dir,
                        concurrency=args.concurrency, reflection_endpoint=args.reflection_endpoint,
                        reflection_model=args.reflection_model, allow_small_budget=args.allow_small_budget,
-                       quiet=args.quiet, request_timeout=args.request_timeout)
+                       quiet=args.quiet, request_timeout=args.request_timeout, unsafe_sandbox=args.unsafe_sandbox)
     result = anyio.run(run_job, cfg)
     print(json.dumps(summary_line(result), sort_keys=True))
     return 0

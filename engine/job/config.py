@@ -35,6 +35,7 @@ class JobConfig:
     allow_small_budget: bool = False
     quiet: bool = False
     sim_delay_s: float = 0.0
+    unsafe_sandbox: bool = False  # run model-written code without a jail if none can be built
 
     @property
     def simulated(self) -> bool:
@@ -57,7 +58,7 @@ def endpoints_from(args_endpoints: list[str] | None) -> tuple[str, ...]:
 def build_config(*, cell: str, method: str, seed: int, out: str, budget: int, task_endpoints: list[str] | None,
                  model_id: str | None, data_dir: str | None, concurrency: int, reflection_endpoint: str | None = None,
                  reflection_model: str | None = None, allow_small_budget: bool = False, quiet: bool = False,
-                 request_timeout: float = 1200.0) -> JobConfig:
+                 request_timeout: float = 1200.0, unsafe_sandbox: bool = False) -> JobConfig:
     parsed = parse_cell(cell)
     if seed not in (0, 1, 2):
         raise UsageError(f"--seed must be 0, 1 or 2, got {seed}")
@@ -82,4 +83,5 @@ def build_config(*, cell: str, method: str, seed: int, out: str, budget: int, ta
         model_id=model_id or os.environ.get("MODEL_ID") or None, data_dir=data_dir, concurrency=concurrency,
         reflection_endpoint=reflection_endpoint, reflection_model=reflection_model,
         allow_small_budget=allow_small_budget, quiet=quiet, request_timeout=request_timeout,
+        unsafe_sandbox=unsafe_sandbox,
     )
