@@ -188,7 +188,7 @@ def jail_argv(plan: JailPlan, inner: list[str], *, code_fd: int, tmpfs_bytes: in
               env: dict[str, str]) -> list[str]:
     """The full command: [launcher] bwrap <jail> inner... ; `code_fd` is copied to /work/main.py."""
     argv = [*plan.launcher, plan.bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--clearenv",
-            "--uid", str(JAIL_UID), "--gid", str(JAIL_UID), "--hostname", "sandbox"]
+            "--unshare-user", "--disable-userns", "--uid", str(JAIL_UID), "--gid", str(JAIL_UID), "--hostname", "sandbox"]
     for source, dest in plan.binds:
         argv += ["--ro-bind", source, dest]
     for target, link in plan.symlinks:
