@@ -24,7 +24,7 @@ MIN_SECRET_CHARS = 6  # shorter values ("1", "true") would redact ordinary text 
 _SECRET_NAME = re.compile(r"(API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?|PRIVATE_KEY|AUTH)$", re.I)
 _PATTERNS = (
     re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(-----END [A-Z ]*PRIVATE KEY-----|\Z)", re.S),
-    re.compile(r"\b(?:sk|rk|pk)-(?:[A-Za-z0-9]+-)*[A-Za-z0-9_\-]{12,}"),
+    re.compile(r"(?<![a-z])(?:sk|rk|pk)-[A-Za-z0-9_\-]{16,}"),  # not glued to a word: "task-..." stays
     re.compile(r"\bBearer\s+[A-Za-z0-9._~+/=\-]{6,}", re.I),
     re.compile(r"\bhf_[A-Za-z0-9]{10,}"),
     re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,}"),
