@@ -50,7 +50,8 @@ class Isolation:
         if self.kind == "bwrap" and self.plan is not None:
             return {"kind": "bwrap", "network": "none (empty network namespace)",
                     "user": f"uid {JAIL_UID} in the jail, uid {self.plan.host_uid} on the host",
-                    "launch": "root: private mount namespace + setpriv" if self.plan.launcher else "bwrap"}
+                    "launch": "root: private mount namespace, dropped to 65534, then bwrap" if self.plan.launcher
+                    else "bwrap"}
         return {"kind": "unsafe", "network": "host network", "user": f"uid {os.geteuid()} (the engine's own)",
                 "launch": "bare subprocess (--unsafe-sandbox)"}
 
@@ -89,7 +90,8 @@ def check() -> Isolation:
                      env={})
     try:
         done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=_PROBE_TIMEOUT,
-                              pass_fds=(code_r,), env={}, cwd="/", start_new_session=True)
+                              pass_fds=(code_r, *plan.keep_fds), env={}, cwd="/",
+                              start_new_session=True)
     except (OSError, subprocess.SubprocessError) as exc:
         return Isolation(kind="bwrap", available=False, reason=f"bwrap could not be started: {exc}")
     finally:
@@ -97,7 +99,7 @@ def check() -> Isolation:
     if done.returncode != 0 or done.stdout.strip() != str(JAIL_UID).encode():
         detail = (done.stderr or done.stdout).decode("utf-8", "replace").strip().splitlines()[-1:] or ["no output"]
         return Isolation(kind="bwrap", available=False, reason=_explain(detail[0]))
-    how = "dropped from root to uid 65534, then bwrap" if plan.launcher else "bwrap as the engine's user"
+    how = "root drops to uid 65534 (nsenter), then bwrap" if plan.launcher else "bwrap as the engine's user"
     return Isolation(kind="bwrap", available=True, reason=f"bubblewrap jail works ({how}; {plan.bwrap})", plan=plan)
 
 

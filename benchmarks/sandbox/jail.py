@@ -10,47 +10,35 @@ No host file, no project file, no host /proc, no network (empty network namespac
 (`--clearenv` plus a few constants), uid/gid 65534, its own session, and it dies with the engine.
 
 Engine running as root: the program must not run as root, and the interpreter may live under a mode-700 home
-that uid 65534 cannot traverse. So root first enters a private mount namespace (`unshare --mount`), bind-mounts
-the interpreter prefixes (and the bwrap binary's directory) onto empty, world-traversable mount points that
-exist only in that namespace (the host's mount table is never touched), then drops to 65534 with `setpriv`
-and only then starts bwrap, which binds those mount points back at the original paths. Root's files are never
-made readable on the host and nothing ever runs as root inside the jail.
+that uid 65534 cannot traverse: rootdrop.py enters a private mount namespace that exposes the interpreter on
+world-traversable mount points, drops to 65534 and only then starts bwrap (never falling back to root).
 
 Engine running as an ordinary user: bwrap is started directly (the user can read its own interpreter).
 """
 
 from __future__ import annotations
 
-import atexit
 import os
 import shutil
 import sys
 import sysconfig
-import tempfile
 from dataclasses import dataclass
 
-JAIL_UID = 65534
+from benchmarks.sandbox.rootdrop import JAIL_UID, SYSTEM_PATH, JailUnavailable, root_launch
+
 WORKDIR = "/work"
-SYSTEM_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
-# Runs as root inside the private mount namespace: "$1" = count, then (source, mount point) pairs, then the
-# command to exec (setpriv ... bwrap ...). Arguments are passed positionally, never interpolated.
-_MOUNT_SCRIPT = ('n=$1; m=$2; shift 2; while [ "$n" -gt 0 ]; do "$m" --bind "$1" "$2" || exit 125; shift 2; '
-                 'n=$((n-1)); done; exec "$@"')
-
-
-class JailUnavailable(Exception):
-    """The jail cannot be built on this machine; the message says why and how to fix it."""
-
+__all__ = ["JAIL_UID", "JailPlan", "JailUnavailable", "WORKDIR", "jail_argv", "plan_jail"]
 
 @dataclass(frozen=True)
 class JailPlan:
     """Everything that does not change between executions."""
 
     bwrap: str  # path of bwrap as the (possibly dropped) user sees it
-    launcher: tuple[str, ...]  # root: unshare + mount script + setpriv; ordinary user: ()
+    launcher: tuple[str, ...]  # root: nsenter into the pinned mount namespace as 65534; ordinary user: ()
     binds: tuple[tuple[str, str], ...]  # (source as bwrap sees it, destination in the jail), read-only
     symlinks: tuple[tuple[str, str], ...]  # (target, link) recreated inside the jail
     host_uid: int  # uid the jailed process has on the host
+    keep_fds: tuple[int, ...] = ()  # fds the launcher needs (passed to every launch)
 
 
 def interpreter_prefixes() -> tuple[str, ...]:
@@ -122,40 +110,6 @@ def find_bwrap() -> str:
                           "own install command) or your system's bubblewrap package")
 
 
-_mount_dir: str | None = None
-
-
-def _public_mount_points(count: int) -> list[str]:
-    """`count` empty directories that uid 65534 can traverse, owned by root (created once per process)."""
-    global _mount_dir
-    if _mount_dir is None:
-        base = tempfile.mkdtemp(prefix="mpb-jail-", dir="/tmp" if os.path.isdir("/tmp") else None)
-        os.chmod(base, 0o755)
-        atexit.register(shutil.rmtree, base, True)
-        _mount_dir = base
-    parts = os.path.realpath(_mount_dir).split("/")
-    for depth in range(2, len(parts) + 1):
-        if not os.stat("/".join(parts[:depth])).st_mode & 0o001:
-            raise JailUnavailable(f"{_mount_dir} is not traversable by uid {JAIL_UID}")
-    points = []
-    for n in range(count):
-        point = os.path.join(_mount_dir, str(n))
-        os.makedirs(point, mode=0o755, exist_ok=True)
-        points.append(point)
-    return points
-
-
-def _root_tools() -> dict[str, str]:
-    tools = {}
-    for name in ("unshare", "setpriv", "mount", "sh"):
-        found = shutil.which(name, path=SYSTEM_PATH)
-        if not found:
-            raise JailUnavailable(f"`{name}` (util-linux) is needed to drop from root to uid {JAIL_UID} before "
-                                  f"entering the jail; install util-linux, or run the engine as an ordinary user")
-        tools[name] = found
-    return tools
-
-
 def plan_jail() -> JailPlan:
     """Build the plan for this process (raises JailUnavailable with the reason)."""
     if not sys.platform.startswith("linux"):
@@ -167,28 +121,22 @@ def plan_jail() -> JailPlan:
     if os.geteuid() != 0:
         binds = tuple((p, p) for p in prefixes) + lib_binds
         return JailPlan(bwrap=bwrap, launcher=(), binds=binds, symlinks=links, host_uid=os.geteuid())
-    tools = _root_tools()
     bwrap_real = os.path.realpath(bwrap)
     bwrap_home = os.path.dirname(os.path.dirname(os.path.dirname(bwrap_real)))  # also holds bwrap's .libs
-    sources = list(prefixes)
-    if not any(_inside(bwrap_home, p) for p in prefixes):
-        sources.append(bwrap_home)
-    points = _public_mount_points(len(sources))
-    pairs = [item for pair in zip(sources, points) for item in pair]
-    launcher = (tools["unshare"], "--mount", "--propagation", "private", "--", tools["sh"], "-c", _MOUNT_SCRIPT,
-                "sh", str(len(sources)), tools["mount"], *pairs,
-                tools["setpriv"], f"--reuid={JAIL_UID}", f"--regid={JAIL_UID}", "--clear-groups", "--")
-    home, point = next((s, m) for s, m in zip(sources, points) if _inside(bwrap_home, s))
-    jail_bwrap = os.path.join(point, os.path.relpath(bwrap_real, home))
-    binds = tuple(zip(points[:len(prefixes)], prefixes)) + lib_binds
-    return JailPlan(bwrap=jail_bwrap, launcher=launcher, binds=binds, symlinks=links, host_uid=JAIL_UID)
+    sources = prefixes if any(_inside(bwrap_home, p) for p in prefixes) else (*prefixes, bwrap_home)
+    launch = root_launch(sources)
+    home = next(s for s in sources if _inside(bwrap_home, s))
+    jail_bwrap = os.path.join(launch.points[home], os.path.relpath(bwrap_real, home))
+    binds = tuple((launch.points[p], p) for p in prefixes) + lib_binds
+    return JailPlan(bwrap=jail_bwrap, launcher=launch.launcher, binds=binds, symlinks=links, host_uid=JAIL_UID,
+                    keep_fds=launch.keep_fds)
 
 
 def jail_argv(plan: JailPlan, inner: list[str], *, code_fd: int, tmpfs_bytes: int,
               env: dict[str, str]) -> list[str]:
     """The full command: [launcher] bwrap <jail> inner... ; `code_fd` is copied to /work/main.py."""
-    argv = [*plan.launcher, plan.bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--clearenv",
-            "--unshare-user", "--disable-userns", "--uid", str(JAIL_UID), "--gid", str(JAIL_UID), "--hostname", "sandbox"]
+    argv = [*plan.launcher, plan.bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
+            "--new-session", "--clearenv", "--uid", str(JAIL_UID), "--gid", str(JAIL_UID), "--hostname", "sandbox"]
     for source, dest in plan.binds:
         argv += ["--ro-bind", source, dest]
     for target, link in plan.symlinks:

@@ -94,15 +94,17 @@ def run_python_sync(code: str, stdin: str = "", limits: SandboxLimits | None = N
             argv = jail_argv(iso.plan, _inner(limits, status_w, WORKDIR), code_fd=fds[1], tmpfs_bytes=tmpfs,
                              env=scrubbed_env(WORKDIR))
             cwd, env = "/", {}
+            keep = iso.plan.keep_fds
         else:
             workdir = tempfile.mkdtemp(prefix="mpb-sandbox-")
             Path(workdir, "main.py").write_text(code, encoding="utf-8")
             argv, cwd, env = _inner(limits, status_w, workdir), workdir, scrubbed_env(workdir)
+            keep = ()
         with tempfile.TemporaryFile() as stdin_file:
             stdin_file.write(stdin.encode("utf-8"))
             stdin_file.seek(0)
             proc = subprocess.Popen(argv, stdin=stdin_file, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    cwd=cwd, env=env, start_new_session=True, pass_fds=tuple(fds), close_fds=True)
+                                    cwd=cwd, env=env, start_new_session=True, pass_fds=(*fds, *keep), close_fds=True)
         for fd in fds:
             os.close(fd)
         fds = []

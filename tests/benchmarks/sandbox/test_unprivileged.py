@@ -1,5 +1,5 @@
 """The same hostile programs with the ENGINE itself running as an unprivileged user (uid 65534, no
-capabilities), as on a cluster login: the test (root) starts the engine's sandbox call under setpriv in a
+capabilities), as on a cluster login: the test (root) starts the engine's sandbox call as uid 65534 (nsenter) in a
 minimal namespace that holds the interpreter, this tree (read-only) and one world-writable directory, with the
 host network shared and a secret in its environment. The engine then takes its ordinary-user path (bwrap
 directly). Every effect is checked on the host.
@@ -58,7 +58,7 @@ def as_unprivileged_engine(argv: list[str], shared: str, secret: str) -> subproc
               "--setenv", "PYTHONPATH", str(hostile.ROOT), "--setenv", "HOME", shared,
               "--setenv", "OPENAI_API_KEY", secret, "--setenv", "MPB_ENGINE_TOKEN", secret]
     return subprocess.run([*outer, "--", sys.executable, *argv], capture_output=True, text=True, timeout=240,
-                          env={}, cwd="/")
+                          env={}, cwd="/", pass_fds=plan.keep_fds)
 
 
 def test_engine_as_unprivileged_user_contains_every_attack(shared_dir):
