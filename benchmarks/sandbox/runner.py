@@ -32,6 +32,7 @@ from benchmarks.sandbox.limits import SandboxLimits, SandboxResult
 _BOOTSTRAP = (Path(__file__).with_name("_bootstrap.py")).read_text(encoding="utf-8")
 _MEMORY_RE = re.compile(r"^(MemoryError|numpy\.core\._exceptions\._ArrayMemoryError|.*Unable to allocate)", re.M)
 _READ_CHUNK = 65536
+_STATUS_BYTES = 4096
 MIN_TMPFS_BYTES = 8 * 1024 * 1024
 
 
@@ -154,7 +155,13 @@ def _collect(proc: subprocess.Popen[bytes], status_r: int, limits: SandboxLimits
                         _kill_group(proc.pid)
                     continue
                 buf = buffers[name]
-                if name != "status" and len(buf) + len(chunk) > limits.output_bytes:
+                cap = _STATUS_BYTES if name == "status" else limits.output_bytes
+                if name == "status" and len(buf) + len(chunk) > cap:
+                    # the report is ~30 bytes; a flood means the program reached the pipe (it is in the jail
+                    # with it): stop listening, the report is void
+                    sel.unregister(key.fileobj)
+                    buf[:] = b"flooded"
+                elif name != "status" and len(buf) + len(chunk) > cap:
                     buf += chunk[: limits.output_bytes - len(buf)]
                     truncated[name] = True
                     if not over_output:

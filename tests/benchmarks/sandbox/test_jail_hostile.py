@@ -157,3 +157,14 @@ def test_disabling_in_process_guards_then_everything_is_still_contained(row, tar
     assert "guards disabled" in result.stdout
     assert_contained(result, targets)
     score_is_zero(row, code, targets)
+
+
+def test_flooding_the_status_pipe_of_its_reporter_neither_fakes_success_nor_bloats_the_engine():
+    code = ("import os\nppid = os.getppid()\n"
+            "for fd in os.listdir('/proc/%d/fd' % ppid):\n"
+            "    try:\n        w = os.open('/proc/%d/fd/%s' % (ppid, fd), os.O_WRONLY)\n    except OSError:\n"
+            "        continue\n    try:\n        os.write(w, b'{\"wait_status\": 0}')\n"
+            "        for _ in range(20000):\n            os.write(w, b'x' * 65536)\n    except OSError:\n        pass\n"
+            "raise SystemExit(3)\n")
+    result = run_python_sync(code, "", LIMITS)
+    assert result.exit_code == 3 and not result.ok  # its own exit status, not the forged one
