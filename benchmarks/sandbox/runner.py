@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchmarks.sandbox.isolation import Isolation, code_fd, isolation_for_run
@@ -127,13 +128,20 @@ def run_python_sync(code: str, stdin: str = "", limits: SandboxLimits | None = N
             shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _collect(proc: subprocess.Popen[bytes], status_r: int, limits: SandboxLimits, iso: Isolation,
-             started: float) -> SandboxResult:
+@dataclass
+class _Streams:
+    stdout: bytearray = field(default_factory=bytearray)
+    stderr: bytearray = field(default_factory=bytearray)
+    status: bytearray = field(default_factory=bytearray)
+    truncated: dict[str, bool] = field(default_factory=lambda: {"stdout": False, "stderr": False})
+    timed_out: bool = False
+    over_output: bool = False
+
+
+def _pump(proc: subprocess.Popen[bytes], status_r: int, limits: SandboxLimits, deadline: float) -> _Streams:
+    """Read stdout, stderr and the status pipe until all close, a cap is hit or the deadline passes."""
     assert proc.stdout is not None and proc.stderr is not None
-    deadline = started + limits.wall_seconds
-    buffers = {"stdout": bytearray(), "stderr": bytearray(), "status": bytearray()}
-    truncated = {"stdout": False, "stderr": False}
-    timed_out = over_output = False
+    got = _Streams()
     sel = selectors.DefaultSelector()
     sel.register(proc.stdout, selectors.EVENT_READ, "stdout")
     sel.register(proc.stderr, selectors.EVENT_READ, "stderr")
@@ -142,64 +150,67 @@ def _collect(proc: subprocess.Popen[bytes], status_r: int, limits: SandboxLimits
         while sel.get_map():
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                timed_out = True
+                got.timed_out = True
                 _kill_group(proc.pid)
                 break
             for key, _ in sel.select(timeout=remaining):
                 name = key.data
                 chunk = os.read(key.fd, _READ_CHUNK)
+                buf: bytearray = getattr(got, name)
                 if not chunk:
                     sel.unregister(key.fileobj)
-                    if name == "status":
-                        # The program itself has exited: anything still holding the pipes is a stray.
+                    if name == "status":  # the program itself has exited: anything still holding a pipe is a stray
                         _kill_group(proc.pid)
-                    continue
-                buf = buffers[name]
-                cap = _STATUS_BYTES if name == "status" else limits.output_bytes
-                if name == "status" and len(buf) + len(chunk) > cap:
-                    # the report is ~30 bytes; a flood means the program reached the pipe (it is in the jail
-                    # with it): stop listening, the report is void
+                elif name == "status" and len(buf) + len(chunk) > _STATUS_BYTES:
+                    # the report is ~30 bytes; a flood means the program reached the pipe: the report is void
                     sel.unregister(key.fileobj)
                     buf[:] = b"flooded"
-                elif name != "status" and len(buf) + len(chunk) > cap:
+                elif name != "status" and len(buf) + len(chunk) > limits.output_bytes:
                     buf += chunk[: limits.output_bytes - len(buf)]
-                    truncated[name] = True
-                    if not over_output:
-                        over_output = True
+                    got.truncated[name] = True
+                    if not got.over_output:
+                        got.over_output = True
                         _kill_group(proc.pid)
                 else:
                     buf += chunk
     finally:
         sel.close()
+    return got
+
+
+def _exit_status(raw_status: bytes, returncode: int | None) -> tuple[int | None, int | None]:
+    """(exit code, signal) from the bootstrap's report, else from the launcher's own return code."""
+    status = _parse_status(raw_status)
+    if status is not None:
+        if os.WIFSIGNALED(status):
+            return None, os.WTERMSIG(status)
+        return (os.WEXITSTATUS(status) if os.WIFEXITED(status) else None), None
+    if returncode is not None and returncode < 0:
+        return None, -returncode
+    return returncode, None
+
+
+def _collect(proc: subprocess.Popen[bytes], status_r: int, limits: SandboxLimits, iso: Isolation,
+             started: float) -> SandboxResult:
+    deadline = started + limits.wall_seconds
+    got = _pump(proc, status_r, limits, deadline)
     try:
         proc.wait(timeout=max(0.5, deadline - time.monotonic() + 1.0))
     except subprocess.TimeoutExpired:
         _kill_group(proc.pid)
         proc.wait()
     wall = time.monotonic() - started
-
-    exit_code: int | None = None
-    sig: int | None = None
-    status = _parse_status(bytes(buffers["status"]))
-    if status is not None:
-        if os.WIFSIGNALED(status):
-            sig = os.WTERMSIG(status)
-        elif os.WIFEXITED(status):
-            exit_code = os.WEXITSTATUS(status)
-    elif proc.returncode is not None and proc.returncode < 0:
-        sig = -proc.returncode
-    else:
-        exit_code = proc.returncode
-    stdout = bytes(buffers["stdout"]).decode("utf-8", errors="replace")
-    stderr = bytes(buffers["stderr"]).decode("utf-8", errors="replace")
-    timeout_kind = "wall" if timed_out else None
+    exit_code, sig = _exit_status(bytes(got.status), proc.returncode)
+    stdout = bytes(got.stdout).decode("utf-8", errors="replace")
+    stderr = bytes(got.stderr).decode("utf-8", errors="replace")
+    timed_out, timeout_kind = got.timed_out, ("wall" if got.timed_out else None)
     if not timed_out and sig == signal.SIGXCPU:  # only RLIMIT_CPU sends SIGXCPU
         timed_out, timeout_kind = True, "cpu"
     memory = bool(_MEMORY_RE.search(stderr)) and not timed_out
     return SandboxResult(
         exit_code=exit_code, signal=sig, timed_out=timed_out, memory_exceeded=memory,
-        output_limit_exceeded=over_output, stdout=stdout, stderr=stderr,
-        stdout_truncated=truncated["stdout"], stderr_truncated=truncated["stderr"], wall_seconds=wall,
+        output_limit_exceeded=got.over_output, stdout=stdout, stderr=stderr,
+        stdout_truncated=got.truncated["stdout"], stderr_truncated=got.truncated["stderr"], wall_seconds=wall,
         timeout_kind=timeout_kind, isolation=iso.as_dict(), program_uid=iso.program_uid,
     )
 

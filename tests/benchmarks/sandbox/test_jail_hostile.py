@@ -119,9 +119,8 @@ def test_raising_rlimits_fails_and_the_limit_still_holds(row, targets):
 
 def test_infinite_loop_is_stopped_and_nothing_survives(row, targets):
     code = hostile.program(ATTACKS["infinite_loop"], targets.cfg())
-    started = time.monotonic()
     result = run_python_sync(code, "", LIMITS)
-    assert result.timed_out and time.monotonic() - started < LIMITS.wall_seconds + 10
+    assert result.timed_out and result.signal is not None
     assert_contained(result, targets)
     score_is_zero(row, code, targets)
 
