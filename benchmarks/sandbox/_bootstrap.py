@@ -1,7 +1,8 @@
 # mpb-jail-bootstrap v2 -- child-side bootstrap of the sandbox. Not imported by the engine: its source is passed
 # to `python -I -c <source> <config-json>` and runs inside the jail, before the model-written program.
 #
-# 1. Apply the resource limits (resource.setrlimit) before any model-written code runs.
+# 1. Apply the resource limits (resource.setrlimit) before any model-written code runs; put the
+#    site-packages directories on sys.path (the interpreter runs with -S, so no .pth hook runs).
 # 2. Fork: the child runs the program; this process waits and reports the child's raw wait status on the
 #    status pipe, so a death by signal is told apart from an exit code. (If the program kills this process,
 #    the parent sees the pipe close and falls back on the jail's exit status.)
@@ -20,6 +21,7 @@ def _bootstrap(_cfg):
             resource.setrlimit(getattr(resource, _name), (_soft, _hard))
         except (ValueError, OSError, AttributeError):
             pass
+    sys.path.extend(_cfg.get("site_dirs", []))  # the interpreter runs with -S: no .pth hooks, same packages
 
     _pid = os.fork()
     if _pid:
