@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import uuid
 from pathlib import Path
 
@@ -61,6 +62,21 @@ def as_unprivileged_engine(argv: list[str], shared: str, secret: str) -> subproc
                           env={}, cwd="/", pass_fds=plan.keep_fds)
 
 
+def host_uids_of(marker: str, stop: threading.Event, seen: set[int]) -> None:
+    """Host uids of the engine's interpreter processes (argv[0] is this interpreter, `marker` among the
+    arguments), until `stop` is set."""
+    while not stop.is_set():
+        for entry in os.listdir("/proc"):
+            try:
+                argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0") if entry.isdigit() else []
+                if argv and argv[0] == sys.executable.encode() and marker.encode() in argv:
+                    status = Path(f"/proc/{entry}/status").read_text()
+                    seen.add(int(status.split("Uid:")[1].split()[0]))
+            except OSError:
+                continue
+        stop.wait(0.05)
+
+
 def test_engine_as_unprivileged_user_contains_every_attack(shared_dir):
     secret = f"engine-secret-{uuid.uuid4().hex}"
     t = Targets(write_dirs=[shared_dir], secret=secret, socket_dir=shared_dir)
@@ -75,7 +91,16 @@ def test_engine_as_unprivileged_user_contains_every_attack(shared_dir):
                         "    except Exception:\n        pass\n")
         Path(shared_dir, "programs.json").write_text(json.dumps(programs))
         Path(shared_dir, "driver.py").write_text(DRIVER)
-        done = as_unprivileged_engine([f"{shared_dir}/driver.py", f"{shared_dir}/programs.json"], shared_dir, secret)
+        stop, uids = threading.Event(), set()
+        watcher = threading.Thread(target=host_uids_of, args=(f"{shared_dir}/driver.py", stop, uids))
+        watcher.start()
+        try:
+            done = as_unprivileged_engine([f"{shared_dir}/driver.py", f"{shared_dir}/programs.json"], shared_dir,
+                                          secret)
+        finally:
+            stop.set()
+            watcher.join()
+        assert uids == {65534}, uids  # the engine itself ran as nobody on the host
         assert done.returncode == 0, done.stderr[-2000:]
         results = json.loads(done.stdout)
         everything = json.dumps(results)
