@@ -167,3 +167,33 @@ def test_flooding_the_status_pipe_of_its_reporter_neither_fakes_success_nor_bloa
             "raise SystemExit(3)\n")
     result = run_python_sync(code, "", LIMITS)
     assert result.exit_code == 3 and not result.ok  # its own exit status, not the forged one
+
+
+def test_on_the_host_every_process_of_the_program_is_uid_65534():
+    import sys
+    import threading
+
+    seen: dict[int, int] = {}
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.is_set():
+            for pid in hostile.jail_processes():
+                try:
+                    argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]
+                    if argv0 == sys.executable.encode():
+                        seen[pid] = int(Path(f"/proc/{pid}/status").read_text().split("Uid:")[1].split()[1])
+                except (OSError, IndexError):
+                    continue
+            stop.wait(0.02)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        result = run_python_sync("import os, time\nif os.fork() == 0:\n    time.sleep(1.5)\nelse:\n    time.sleep(1.5)\n"
+                                 "print(os.getuid())\n", "", LIMITS)
+    finally:
+        stop.set()
+        watcher.join()
+    assert result.ok and result.stdout.strip().splitlines()[-1] == "65534"
+    assert len(seen) >= 2 and set(seen.values()) == {65534}, seen  # effective uid on the host
