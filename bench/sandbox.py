@@ -2,10 +2,14 @@
 
     python bench/sandbox.py [--runs 20] [--rows 50] [--concurrency 8]
 
-1. cost of one sandboxed execution: start to exit of a trivial program, median of N (plus a plain
-   `python -c pass` subprocess measured in the same run as the baseline);
-2. rows/second when scoring APPS-shaped rows (3 stdin tests each) at concurrency 1 vs the job's concurrency;
+1. cost of one execution in the jail vs the same execution bare (the same bootstrap and program in a plain
+   subprocess, no jail: the `--unsafe-sandbox` path), interleaved, median of N; the difference is the jail's
+   overhead (target <= 30 ms); a plain `python -I -c pass` is printed for scale;
+2. rows/second when scoring 50 APPS-shaped rows (3 stdin tests each) in the jail at concurrency 1 vs 8 (target:
+   concurrency 8 >= 1.8x concurrency 1 on 2 cores; the sandbox limiter allows one execution per core);
 3. event-loop responsiveness while scoring: max and median lateness of a 10 ms ticker task.
+
+The machine may be shared: figures are medians and ratios against baselines measured in the same run.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.apps import APPSBenchmark  # noqa: E402
 from benchmarks.sandbox import SandboxLimits, probe, run_python_sync  # noqa: E402
+from benchmarks.sandbox.aio import default_concurrency  # noqa: E402
+from benchmarks.sandbox.isolation import UNSAFE  # noqa: E402
 from core.models import AgentOutput, Row  # noqa: E402
 
 SOLUTION = "n = int(input())\na = list(map(int, input().split()))\nprint(max(a))\n"
@@ -44,20 +50,24 @@ def apps_rows(n: int) -> list[Row]:
 
 
 def one_execution(runs: int) -> None:
-    probe()  # exclude the one-off isolation probe
-    sandboxed, plain = [], []
+    iso = probe()  # exclude the one-off isolation probe
+    if not iso.available:
+        raise SystemExit(f"no jail on this machine: {iso.reason}")
+    jailed, bare, plain = [], [], []
     for _ in range(runs):
-        t0 = time.perf_counter()
-        result = run_python_sync("pass\n")
-        sandboxed.append(time.perf_counter() - t0)
-        assert result.ok, result
+        for sink, isolation in ((jailed, None), (bare, UNSAFE)):
+            t0 = time.perf_counter()
+            result = run_python_sync("pass\n", isolation=isolation)
+            sink.append(time.perf_counter() - t0)
+            assert result.ok, result
         t0 = time.perf_counter()
         subprocess.run([sys.executable, "-I", "-c", "pass"], check=True)
         plain.append(time.perf_counter() - t0)
-    s, p = statistics.median(sandboxed), statistics.median(plain)
-    print(f"isolation: {probe().as_dict()}")
-    print(f"one sandboxed execution (median of {runs}): {s * 1000:.1f} ms; plain `python -I -c pass`: "
-          f"{p * 1000:.1f} ms; ratio {s / p:.2f}x")
+    j, b, p = (statistics.median(x) * 1000 for x in (jailed, bare, plain))
+    print(f"isolation: {iso.as_dict()}")
+    print(f"one execution (median of {runs}): jail {j:.1f} ms, bare {b:.1f} ms -> jail overhead {j - b:.1f} ms "
+          f"per execution (target <= 30 ms: {'met' if j - b <= 30 else 'NOT met'}); plain `python -I -c pass` "
+          f"{p:.1f} ms")
 
 
 async def score_all(bench: APPSBenchmark, rows: list[Row], concurrency: int) -> tuple[float, list[float]]:
@@ -93,14 +103,17 @@ async def score_all(bench: APPSBenchmark, rows: list[Row], concurrency: int) -> 
 def throughput(n_rows: int, concurrency: int) -> None:
     bench = APPSBenchmark(limits=SandboxLimits(cpu_seconds=4, wall_seconds=6))
     rows = apps_rows(n_rows)
-    base = None
+    rates = {}
     for c in sorted({1, concurrency}):
         elapsed, lateness = anyio.run(score_all, bench, rows, c)
-        rate = n_rows / elapsed
-        base = base or rate
-        print(f"scoring {n_rows} APPS-shaped rows x 3 tests at concurrency {c}: {elapsed:.2f} s, {rate:.2f} rows/s "
-              f"({rate / base:.2f}x of concurrency 1); 10 ms ticker lateness max {max(lateness) * 1000:.1f} ms, "
-              f"median {statistics.median(lateness) * 1000:.2f} ms over {len(lateness)} ticks")
+        rates[c] = n_rows / elapsed
+        print(f"scoring {n_rows} APPS-shaped rows x 3 tests in the jail at concurrency {c}: {elapsed:.2f} s, "
+              f"{rates[c]:.2f} rows/s ({rates[c] / rates[1]:.2f}x of concurrency 1); 10 ms ticker lateness max "
+              f"{max(lateness) * 1000:.1f} ms, median {statistics.median(lateness) * 1000:.2f} ms over "
+              f"{len(lateness)} ticks")
+    ratio = rates[concurrency] / rates[1]
+    print(f"concurrency {concurrency} vs 1: {ratio:.2f}x on {default_concurrency()} cores (target >= 1.8x on 2 "
+          f"cores: {'met' if ratio >= 1.8 else 'NOT met'})")
 
 
 def main() -> None:

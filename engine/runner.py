@@ -8,6 +8,7 @@ A rollout already recorded in the store under the same logical key is replayed (
 
 from __future__ import annotations
 
+import os
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from core.errors import InfrastructureError, ScorerError
 from core.ledger import BudgetLedger, Reservation
 from core.models import AgentOutput, PromptBundle, RolloutRecord, RolloutStatus, Row, Score, Usage
 from core.protocol import MAX_INFRA_RETRIES
+from core.scrub import scrub, secret_values
 from core.topology import Topology
 from engine.agent_context import RecordedAgentContext
 from engine.chat.endpoint import EndpointPool
@@ -168,7 +170,8 @@ class Runner:
             status = RolloutStatus.SUCCESS if score.value >= 1.0 else RolloutStatus.SEMANTIC_FAILURE
             record = RolloutRecord(
                 rollout_id=node_id, example_id=spec.row.id, phase=spec.phase, status=status,
-                score=float(score.value), feedback=score.feedback, final_output=output, usage=usage,
+                score=float(score.value), feedback=scrub(score.feedback, secret_values(os.environ)),
+                final_output=output, usage=usage,
                 request_seed=spec.seed, bundle_sha256=spec.bundle.digest, attempts=attempts,
                 latency_seconds=round(latency, 6),
                 metadata={"evaluation_id": spec.evaluation_id, "position": spec.position,

@@ -56,6 +56,7 @@ class CodeGenBenchmark:
 
     name: str = ""
     answer_format = "one fenced ```python code block with the complete program"
+    runs_model_code = True  # scored in the sandbox jail
     failure_modes: tuple[FailureMode, ...] = CODE_FAILURE_MODES
     protocol_tests: int = 3
     runner_tests: int | None = None  # None = all tests

@@ -20,8 +20,8 @@ class SandboxLimits:
     max_processes    RLIMIT_NPROC (counts threads; per user namespace when one is used)
     max_open_files   RLIMIT_NOFILE
     output_bytes     cap per stream; past it the program is stopped and the stream marked truncated
-    site_packages    expose the interpreter's site-packages (numpy etc.), as the reference harnesses do
-    block_processes  audit hook refusing fork/exec/subprocess/ctypes in the program
+    site_packages    let the program import the interpreter's site-packages (numpy etc.), as the reference
+                     harnesses do (read-only inside the jail either way)
     """
 
     cpu_seconds: float = 10.0
@@ -32,7 +32,6 @@ class SandboxLimits:
     max_open_files: int = 64
     output_bytes: int = 1 * MIB
     site_packages: bool = True
-    block_processes: bool = True
 
     def __post_init__(self) -> None:
         for name in ("cpu_seconds", "wall_seconds", "memory_bytes", "file_size_bytes", "max_processes",
@@ -60,6 +59,7 @@ class SandboxResult:
     wall_seconds: float
     timeout_kind: str | None = None  # "wall" | "cpu" | None
     isolation: dict[str, str] = field(default_factory=dict)
+    program_uid: int | None = None  # uid the program had on the host
 
     @property
     def ok(self) -> bool:

@@ -2,7 +2,7 @@
 
 Tests run one sandboxed process each, in order, stopping at the first failure (a row passes only if every
 selected test passes). `run_suite_sync` and `run_suite_async` share the judging; the async one runs each test
-off the event loop under the shared sandbox limiter.
+off the event loop under the shared sandbox limiter. Feedback is capped and scrubbed of secrets (redact.py).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Callable, Sequence
 
 from benchmarks.sandbox.aio import run_python
 from benchmarks.sandbox.limits import SandboxLimits, SandboxResult
+from benchmarks.sandbox.redact import redact
 from benchmarks.sandbox.runner import run_python_sync
 
 Judge = Callable[[SandboxResult], "str | None"]  # None = passed, else "expected ..., got ..." text
@@ -64,7 +65,8 @@ def _outcome(failure: tuple[str, str] | None, case: TestCase | None, run: int, t
     if failure is None:
         return SuiteOutcome(True, "pass", f"All {total} tests passed.", None, run, total)
     kind, feedback = failure
-    return SuiteOutcome(False, kind, feedback, case.index if case else None, run, total)
+    # feedback quotes program output: it is stored, exported in cards and shown to the reflection model
+    return SuiteOutcome(False, kind, redact(feedback), case.index if case else None, run, total)
 
 
 def run_suite_sync(cases: Sequence[TestCase], limits: SandboxLimits) -> SuiteOutcome:

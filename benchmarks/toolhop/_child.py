@@ -4,12 +4,12 @@ Protocol: a JSON object on stdin {"sources": [...], "index": int | null, "name":
 "cpu_seconds": int, "memory_bytes": int, "max_output_chars": int}; one JSON object on stdout
 {"ok": true, "result": <value>} or {"ok": false, "error": "<Type>: <message>"}.
 
-Containment: resource limits (CPU seconds, address space, file size, no core dumps) are set before any dataset
-code runs; each source is reduced to its function definitions, top-level imports and trivial exception classes
-(example calls and other top-level statements are dropped); names and attributes with double underscores are
-rejected; the code runs with a restricted builtins table (no open/eval/exec/compile/getattr/globals/input) and an
-import whitelist. The parent runs this file with `python -I` in an empty temporary directory, an empty
-environment and a wall-clock timeout.
+The boundary is the sandbox jail this file runs in (benchmarks/sandbox/jail.py: uid 65534, no host files, no
+network, empty environment, rlimits, wall deadline). Inside it, as a second layer: resource limits (CPU seconds,
+address space, file size, no core dumps) are set before any dataset code runs; each source is reduced to its
+function definitions, top-level imports and trivial exception classes (example calls and other top-level
+statements are dropped); names and attributes with double underscores are rejected; the code runs with a
+restricted builtins table (no open/eval/exec/compile/getattr/globals/input) and an import whitelist.
 """
 
 import ast

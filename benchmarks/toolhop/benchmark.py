@@ -38,6 +38,7 @@ FAILURE_MODES = (
 class ToolHopBenchmark:
     name = "toolhop"
     answer_format = "<answer>VALUE</answer>"
+    runs_model_code = True  # dataset tool code, in the sandbox jail
     failure_modes = FAILURE_MODES
 
     def splits(self) -> Splits:

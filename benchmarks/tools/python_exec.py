@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from benchmarks.sandbox import SandboxLimits, SandboxResult, run_python, run_python_sync
+from benchmarks.sandbox.redact import redact
 
 PYTHON_EXEC_LIMITS = SandboxLimits(cpu_seconds=10.0, wall_seconds=10.0, output_bytes=64 * 1024)
 REPORT_CHARS = 4_000
@@ -13,9 +14,9 @@ PYTHON_EXEC_TOOL: dict[str, Any] = {
     "type": "function",
     "function": {
         "name": "python_exec",
-        "description": ("Run a Python 3 program in a sandbox (10 s limit, no network, no files outside its own "
-                        "temporary directory) with the given standard input; returns stdout, stderr and the exit "
-                        "status."),
+        "description": ("Run a Python 3 program in a sandbox (10 s limit, no network, no files but its own "
+                        "temporary working directory) with the given standard input; returns stdout, stderr and "
+                        "the exit status."),
         "parameters": {
             "type": "object",
             "properties": {
@@ -34,13 +35,14 @@ def _cut(text: str, chars: int) -> str:
 
 
 def format_result(result: SandboxResult) -> str:
+    """The tool's text: status, stdout, stderr; capped and scrubbed of secrets (it is recorded and shown)."""
     lines = [f"status: {result.describe()}"]
     stdout = _cut(result.stdout, REPORT_CHARS) + (" [output truncated]" if result.stdout_truncated else "")
     lines.append("stdout:\n" + (stdout if result.stdout else "(empty)"))
     if result.stderr:
         stderr = result.stderr_tail(REPORT_CHARS // 2)
         lines.append("stderr:\n" + stderr + (" [output truncated]" if result.stderr_truncated else ""))
-    return "\n".join(lines)
+    return redact("\n".join(lines), 2 * REPORT_CHARS)
 
 
 def python_exec(code: str, stdin: str = "", limits: SandboxLimits = PYTHON_EXEC_LIMITS) -> str:

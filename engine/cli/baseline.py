@@ -35,6 +35,7 @@ from engine.job.config import (
 )
 from engine.job.endpoints import open_task_pool
 from engine.job.evaluation import Evaluator, failure_counts
+from engine.job.sandbox_gate import gate_sandbox
 from engine.runner import RetryPolicy, Runner
 from engine.store import Store
 from engine.store.check import check_store_file
@@ -95,6 +96,7 @@ def check_run_options(args: argparse.Namespace) -> RunPlan:
     if store.is_file() and store.stat().st_size > 0:  # re-run: the existing store must be intact and writable
         check_store_file(store, writable=True)
     bench = get_benchmark(cell.task)
+    gate_sandbox(bench, args.unsafe_sandbox)
     topology = get_topology(cell.topology, cell.team_size, cell.communication)
     splits = bench.splits()
     ids = list(splits.ids(args.split))

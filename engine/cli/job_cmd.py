@@ -39,6 +39,8 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="read timeout per model call, seconds")
     p.add_argument("--startup-timeout", type=positive_float("--startup-timeout"), default=DEFAULT_STARTUP_TIMEOUT_S,
                    help="deadline of the start-up check (one tiny chat completion per endpoint), seconds")
+    p.add_argument("--unsafe-sandbox", action="store_true",
+                   help="run model-written code without the jail when none can be built (marks a job non-conformant)")
     p.add_argument("--quiet", action="store_true")
 
 
@@ -66,7 +68,8 @@ def job_main(argv: list[str]) -> int:
                        concurrency=args.concurrency, reflection_endpoint=args.reflection_endpoint,
                        reflection_model=args.reflection_model, allow_small_budget=args.allow_small_budget,
                        quiet=args.quiet, request_timeout=args.request_timeout, api_key_env=args.api_key_env,
-                       reflection_api_key_env=args.reflection_api_key_env, startup_timeout=args.startup_timeout)
+                       reflection_api_key_env=args.reflection_api_key_env, startup_timeout=args.startup_timeout,
+                       unsafe_sandbox=args.unsafe_sandbox)
     result = anyio.run(run_job, cfg)
     print(json.dumps(summary_line(result), sort_keys=True))
     return 0

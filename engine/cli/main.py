@@ -21,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "serve-sim": ("engine.sim.cli:main", "serve the labelled simulated OpenAI-compatible endpoint"),
     "aggregate": ("engine.aggregate.cli:main", "aggregate the three seeds of each cell"),
     "card": ("engine.cards.cli:main", "export, validate and re-score rollout cards"),
+    "sandbox": ("engine.cli.sandbox_cmd:main", "check the jail for model-written code, or run a program in it"),
 }
 
 USAGE = "usage: python -m engine {" + ",".join(COMMANDS) + "} ...\n\ncommands:\n" + "\n".join(

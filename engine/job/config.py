@@ -49,6 +49,7 @@ class JobConfig:
     api_key_env: str = DEFAULT_API_KEY_ENV  # the variable's NAME only: a key is never stored in a config
     reflection_api_key_env: str = DEFAULT_REFLECTION_API_KEY_ENV
     startup_timeout: float = DEFAULT_STARTUP_TIMEOUT_S
+    unsafe_sandbox: bool = False  # run model-written code without a jail if none can be built
 
     @property
     def simulated(self) -> bool:
@@ -104,7 +105,7 @@ def build_config(*, cell: str, method: str, seed: int, out: str, budget: int, ta
                  reflection_model: str | None = None, allow_small_budget: bool = False, quiet: bool = False,
                  request_timeout: float = 1200.0, api_key_env: str | None = None,
                  reflection_api_key_env: str | None = None,
-                 startup_timeout: float = DEFAULT_STARTUP_TIMEOUT_S) -> JobConfig:
+                 startup_timeout: float = DEFAULT_STARTUP_TIMEOUT_S, unsafe_sandbox: bool = False) -> JobConfig:
     parsed = parse_cell(check_cell_text(cell))
     if seed not in (0, 1, 2):
         raise UsageError(f"--seed must be 0, 1 or 2, got {seed}")
@@ -136,4 +137,5 @@ def build_config(*, cell: str, method: str, seed: int, out: str, budget: int, ta
         api_key_env=api_key_env or DEFAULT_API_KEY_ENV,
         reflection_api_key_env=reflection_api_key_env or DEFAULT_REFLECTION_API_KEY_ENV,
         startup_timeout=startup_timeout,
+        unsafe_sandbox=unsafe_sandbox,
     )

@@ -45,6 +45,8 @@ def build_identity(cfg: JobConfig, seed_bundle: PromptBundle, split_sha256: str,
         reasons.append(f"budget_{cfg.budget}_not_{FULL_BUDGET}")
     if cfg.reflection_model != CANONICAL_REFLECTION_MODEL:
         reasons.append("reflection_model_not_canonical")
+    if cfg.unsafe_sandbox:
+        reasons.append("unsafe_sandbox")
     if cfg.simulated:
         reasons.append("simulated_endpoint")
     elif cfg.task_model_id != TASK_MODELS[c.task_model]:

@@ -28,6 +28,7 @@ from engine.job.data import JobData
 from engine.job.evaluation import Evaluation, Evaluator, failure_counts
 from engine.job.identity import build_identity, check_out_dir, write_identity
 from engine.job.optimization import LedgerRunner, component_usage, learning_curve, task_model_clients
+from engine.job.sandbox_gate import gate_sandbox
 from engine.job.endpoints import open_reflection_endpoint, open_task_pool
 from engine.reflection import ReflectionClient
 from engine.runner import Runner
@@ -77,6 +78,7 @@ def prepare(cfg: JobConfig, bench: Benchmark | None = None
         from benchmarks.registry import get_benchmark
 
         bench = get_benchmark(cfg.cell.task)
+    gate_sandbox(bench, cfg.unsafe_sandbox)
     topology = get_topology(cfg.cell.topology, cfg.cell.team_size, cfg.cell.communication)
     optimizer = get_optimizer(cfg.method, seed=cfg.seed)
     data = JobData(bench, cfg.data_dir, cfg.out)

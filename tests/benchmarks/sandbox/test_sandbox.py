@@ -1,20 +1,25 @@
-"""Hostile and ordinary programs in the sandbox: each is contained and reported, none hurts the test process."""
+"""Ordinary programs in the jail: results, limits, the async face, and the no-silent-fallback rule."""
 
 from __future__ import annotations
 
 import os
-import socket
-import uuid
 from pathlib import Path
 
 import anyio
 import pytest
 
-from benchmarks.sandbox import SandboxLimits, probe, run_python, run_python_sync, sandbox_limiter
+from benchmarks.sandbox import (
+    SandboxLimits, SandboxUnavailable, allow_unsafe_sandbox, probe, run_python, run_python_sync, sandbox_limiter,
+)
+from benchmarks.sandbox import isolation as isolation_module
 from benchmarks.sandbox.aio import default_concurrency
 
 SMALL = SandboxLimits(cpu_seconds=1, wall_seconds=5, memory_bytes=512 * 1024 * 1024, output_bytes=64 * 1024)
-FALLBACK = probe(force_fallback=True)
+
+
+def test_this_machine_has_the_jail():
+    iso = probe()
+    assert iso.available and iso.kind == "bwrap", iso.reason
 
 
 def test_ordinary_program_reads_stdin_and_exits_zero():
@@ -22,7 +27,20 @@ def test_ordinary_program_reads_stdin_and_exits_zero():
     assert result.ok and result.exit_code == 0 and result.signal is None
     assert result.stdout == "HELLO\n" and result.stderr == ""
     assert not result.timed_out and not result.stdout_truncated
-    assert result.isolation["network"] in ("netns", "audit_hook")
+    assert result.isolation["kind"] == "bwrap" and result.program_uid == 65534
+
+
+def test_program_runs_as_65534_in_an_empty_environment_in_its_own_workdir():
+    code = ("import os, sys\nprint(os.getuid(), os.geteuid(), os.getgid())\nprint(sorted(os.environ))\n"
+            "print(os.getcwd(), sorted(os.listdir('.')))\nprint(sorted(os.listdir('/')))\n")
+    result = run_python_sync(code, "", SMALL)
+    assert result.ok, result.stderr
+    ids, env, cwd, root = result.stdout.splitlines()
+    assert ids == "65534 65534 65534"
+    assert set(eval(env)) <= {"PATH", "HOME", "TMPDIR", "PWD", "PYTHONHASHSEED", "OMP_NUM_THREADS",
+                              "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "LC_CTYPE"}
+    assert cwd == "/work ['main.py']"
+    assert not {"etc", "home", "var", "opt", "srv", "mnt", "boot", "sys"} & set(eval(root))
 
 
 def test_exit_code_and_traceback_are_reported():
@@ -38,93 +56,20 @@ def test_syntax_error_is_a_runtime_failure_not_a_crash():
     assert result.exit_code == 1 and "SyntaxError" in result.stderr
 
 
-def test_infinite_loop_hits_the_cpu_limit():
-    result = run_python_sync("while True:\n    pass\n", "", SMALL)
-    assert result.timed_out and not result.ok
-    assert result.timeout_kind in ("cpu", "wall")
+def test_honest_programs_can_use_numpy_threads_subprocess_free_stdlib_and_tempfiles():
+    code = ("import numpy, tempfile, threading, json, sqlite3\n"
+            "t = threading.Thread(target=print, args=('thread',)); t.start(); t.join()\n"
+            "with tempfile.TemporaryDirectory() as d:\n    open(d + '/f', 'w').write('1')\n"
+            "db = sqlite3.connect('local.db'); db.execute('create table t(x)'); db.commit()\n"
+            "print(int(numpy.arange(5).sum()), json.dumps([1]))\n")
+    result = run_python_sync(code, "", SMALL)
+    assert result.ok, result.stderr
+    assert result.stdout == "thread\n10 [1]\n"
 
 
 def test_sleeping_program_hits_the_wall_limit():
     result = run_python_sync("import time\ntime.sleep(60)\n", "", SMALL.with_(wall_seconds=1))
     assert result.timed_out and result.timeout_kind == "wall" and result.signal is not None
-
-
-def test_memory_hog_is_stopped():
-    result = run_python_sync("x = bytearray(4 * 1024 ** 3)\nprint(len(x))\n", "", SMALL)
-    assert result.memory_exceeded and not result.ok and result.stdout == ""
-
-
-@pytest.mark.parametrize("code", [
-    "import os\nwhile True:\n    os.fork()\n",
-    "import subprocess\nsubprocess.run(['sh', '-c', ':(){ :|:& };:'])\n",
-    "import multiprocessing\nps = [multiprocessing.Process(target=print) for _ in range(1000)]\n[p.start() for p in ps]\n",
-])
-def test_fork_bomb_is_contained(code):
-    result = run_python_sync(code, "", SMALL.with_(wall_seconds=3))
-    assert not result.ok
-    assert result.exit_code != 0 or result.timed_out
-
-
-@pytest.mark.parametrize("where", ["tmp_path", "tmp"])
-def test_writing_outside_the_workdir_fails(tmp_path: Path, where: str):
-    target = tmp_path / "outside.txt" if where == "tmp_path" else Path("/tmp") / f"mpb-sandbox-escape-{uuid.uuid4().hex}"
-    code = f"with open({str(target)!r}, 'w') as f:\n    f.write('escaped')\n"
-    try:
-        result = run_python_sync(code, "", SMALL)
-        assert not result.ok and "PermissionError" in result.stderr
-        assert not target.exists()
-    finally:
-        if target.exists():
-            target.unlink()
-
-
-def test_writing_inside_the_workdir_works_and_the_workdir_is_removed():
-    code = "import os\nopen('data.txt', 'w').write('ok')\nprint(os.getcwd())\nprint(open('data.txt').read())\n"
-    result = run_python_sync(code, "", SMALL)
-    assert result.ok, result.stderr
-    workdir, content = result.stdout.split()
-    assert content == "ok"
-    assert not Path(workdir).exists()
-
-
-def _listener() -> socket.socket:
-    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    server.bind(("127.0.0.1", 0))
-    server.listen(1)
-    server.setblocking(False)
-    return server
-
-
-@pytest.mark.parametrize("isolation", [None, FALLBACK], ids=["probed", "audit_hook_fallback"])
-def test_network_socket_to_localhost_fails(isolation):
-    server = _listener()
-    try:
-        port = server.getsockname()[1]
-        code = (f"import socket\ns = socket.create_connection(('127.0.0.1', {port}), timeout=2)\n"
-                "s.sendall(b'leak')\nprint('connected')\n")
-        result = run_python_sync(code, "", SMALL, isolation=isolation)
-        assert not result.ok and "connected" not in result.stdout
-        with pytest.raises(BlockingIOError):
-            server.accept()
-        if isolation is FALLBACK:
-            assert result.isolation["network"] == "audit_hook" and "PermissionError" in result.stderr
-    finally:
-        server.close()
-
-
-def test_environment_secrets_are_not_visible(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-secret")
-    monkeypatch.setenv("HF_TOKEN", "hf-secret")
-    result = run_python_sync("import os\nprint(sorted(os.environ))\nprint(os.environ.get('OPENAI_API_KEY'))\n", "", SMALL)
-    assert result.ok
-    assert "sk-test-secret" not in result.stdout and "OPENAI_API_KEY" not in result.stdout
-    assert "HF_TOKEN" not in result.stdout
-
-
-def test_huge_output_is_truncated_and_stopped():
-    result = run_python_sync("while True:\n    print('x' * 1000)\n", "", SMALL.with_(output_bytes=10_000))
-    assert result.output_limit_exceeded and result.stdout_truncated and not result.ok
-    assert len(result.stdout) == 10_000
 
 
 def test_huge_stderr_is_truncated():
@@ -178,3 +123,29 @@ def test_importing_the_bootstrap_is_inert():
 
     module = importlib.import_module("benchmarks.sandbox._bootstrap")
     assert callable(module._bootstrap)
+
+
+@pytest.fixture
+def no_jail(monkeypatch: pytest.MonkeyPatch):
+    """The process's isolation as on a machine whose bwrap is missing (probed for real, with MPB_BWRAP)."""
+    monkeypatch.setenv("MPB_BWRAP", "/nonexistent/bwrap")
+    monkeypatch.setattr(isolation_module, "_cached", None)
+    yield
+    monkeypatch.setattr(isolation_module, "_cached", None)
+
+
+def test_without_a_jail_execution_is_refused_not_silently_unjailed(no_jail, tmp_path: Path):
+    marker = tmp_path / "ran"
+    with pytest.raises(SandboxUnavailable, match="cannot be jailed.*MPB_BWRAP.*--unsafe-sandbox"):
+        run_python_sync(f"open({str(marker)!r}, 'w').write('x')\n", "", SMALL)
+    assert not marker.exists()
+
+
+def test_unsafe_mode_runs_only_in_the_context_that_allowed_it(no_jail):
+    async def allowed() -> str:
+        allow_unsafe_sandbox()
+        return (await run_python("print('ran')\n", "", SMALL)).isolation["kind"]
+
+    assert anyio.run(allowed) == "unsafe"
+    with pytest.raises(SandboxUnavailable):  # the permission did not leak out of that run's context
+        run_python_sync("print('ran')\n", "", SMALL)

@@ -31,8 +31,10 @@ HOSTILE = {
     "infinite_loop": ("while True:\n    pass\n", r"Time limit exceeded on test 1"),
     "sleep": ("import time\ntime.sleep(60)\n", r"Time limit exceeded on test 1"),
     "memory_hog": ("x = bytearray(4 * 1024 ** 3)\n", r"Memory limit exceeded on test 1"),
-    "fork_bomb": ("import os\nwhile True:\n    os.fork()\n", r"Runtime error on test 1"),
-    "write_outside": ("open('/tmp/mpb-hostile-write', 'w').write('x')\n", r"Runtime error on test 1.*PermissionError"),
+    "fork_bomb": ("import os\nwhile True:\n    os.fork()\n", r"(Runtime error|Time limit exceeded) on test 1"),
+    # the jail's /tmp is its own tmpfs: the write "works" there and never reaches the host's /tmp
+    "write_outside": ("open('/tmp/mpb-hostile-write', 'w').write('x')\n", r"Wrong answer on test 1"),
+    "write_home": ("open('/root/mpb-hostile-write', 'w').write('x')\n", r"Runtime error on test 1.*(Read-only|No such file)"),
     "network": ("import socket\nsocket.create_connection(('127.0.0.1', 9), timeout=1)\n", r"Runtime error on test 1"),
     "secrets": ("import os\nprint(os.environ.get('OPENAI_API_KEY', 'none'))\n", r"Wrong answer on test 1.*got 'none'"),
     "huge_output": ("while True:\n    print('x' * 1000)\n", r"Output limit exceeded on test 1"),
@@ -47,7 +49,7 @@ def test_hostile_answer_is_a_semantic_failure(name, row, monkeypatch):
     assert score.value == 0.0 and not score.malformed
     assert re.search(pattern, score.feedback, re.S), (name, score.feedback)
     assert "sk-test-secret" not in score.feedback
-    assert not Path("/tmp/mpb-hostile-write").exists()
+    assert not Path("/tmp/mpb-hostile-write").exists() and not Path("/root/mpb-hostile-write").exists()
 
 
 def test_async_scoring_matches_sync(row):
