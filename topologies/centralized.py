@@ -9,7 +9,8 @@ contains TERMINATE or when the turn cap (every agent chat call counts) is reache
 a tool call nor TERMINATE gets a short nudge and the manager goes again.
 
 The manager and the answer-producing workers carry the output contract. The answer is the manager's final
-message (TERMINATE stripped); if it has no gold-free answer key, the latest answering message that has one.
+message (TERMINATE stripped) and nothing else (section 2): when it holds no answer, the rollout is a semantic
+failure (`no_valid_answer`); a worker's answer is never promoted in its place.
 A delegate call naming a worker that does not exist is answered with an error tool result and noted in the
 output metadata (`invalid_delegations`); it never crashes the rollout.
 """
@@ -21,6 +22,7 @@ from typing import Any
 
 from core.benchmark import Benchmark
 from core.communication import CommunicationLog
+from core.contracts import ContractPolicy
 from core.models import AgentOutput, PromptBundle, Row
 from core.topology import AgentContext
 from topologies.messages import (NATIVE_CALL_ANSWER, assistant_message, call_arguments, editable, react,
@@ -70,9 +72,10 @@ def worker_view(task: str, shared: list[tuple[str, str]], worker: str, instructi
 class Centralized:
     name = "centralized"
 
-    def __init__(self, team_size: int = 4, communication: str = "freeform"):
+    def __init__(self, team_size: int = 4, communication: str = "freeform", contract_version: int = 1):
         self.team_size = check_team_size(self.name, team_size)
         self.communication = communication
+        self.policy = ContractPolicy(contract_version)
         CommunicationLog(communication, "")
 
     def roles(self, task: str, team_size: int) -> list[str]:
@@ -88,14 +91,13 @@ class Centralized:
         manager_tools = [delegate_tool(w) for w in team.workers] + (native if team.manager_tools else [])
         manager = team.manager
         manager_system = system_prompt(editable(bundle, manager), answering=True, bench=bench, comm=comm,
-                                       extension=manager_extension(team))
+                                       extension=manager_extension(team), role=manager, policy=self.policy)
         conversation: list[dict[str, Any]] = [
             {"role": "system", "content": manager_system},
             {"role": "user", "content": task},
         ]
         shared: list[tuple[str, str]] = []  # what workers see, besides the task
         shared_nodes: list[str] = []
-        answers: list[tuple[str, str]] = []  # (agent, text) of answering messages, in order
         delegations: list[str] = []
         invalid: list[dict[str, Any]] = []
         turns, stop = 0, "turn_cap"
@@ -113,7 +115,6 @@ class Centralized:
                 shared_nodes.append(reply.node_id)
             if TERMINATE in (reply.content or "") or not reply.tool_calls:
                 comm.report(f"{manager}.0", final)
-                answers.append((manager, final or ""))
             if TERMINATE in (reply.content or ""):
                 stop = "terminate"
                 break
@@ -156,7 +157,8 @@ class Centralized:
                 shared_nodes.append(reply.node_id)
                 messages: list[dict[str, Any]] = [
                     {"role": "system", "content": system_prompt(editable(bundle, worker.name),
-                                                                answering=worker.answers, bench=bench, comm=comm)},
+                                                                answering=worker.answers, bench=bench, comm=comm,
+                                                                role=worker.name, policy=self.policy)},
                     {"role": "user", "content": worker_view(task, shared, worker.name, instruction)},
                 ]
                 turn = await react(ctx, role=worker.name, member=0, messages=messages,
@@ -166,8 +168,6 @@ class Centralized:
                 if turn.last_tool_result is not None:
                     last_tool_result = turn.last_tool_result
                 comm.report(f"{worker.name}.0", turn.text)
-                if worker.answers:
-                    answers.append((worker.name, turn.text or ""))
                 rendered = comm.handoff(worker.name, turn.text)
                 shared.append((f"manager -> {worker.name}", instruction))
                 shared.append((worker.name, rendered))
@@ -176,21 +176,16 @@ class Centralized:
                 reads = (reply.node_id, turn.node_id)
             for call, result in results:
                 conversation.append(tool_message(call, result or ""))
-        output = self._output(row, bench, team, strip_terminate(manager_text), answers, turns, stop, delegations,
+        output = self._output(row, bench, team, strip_terminate(manager_text), turns, stop, delegations,
                               invalid, comm)
         if last_tool_result is None:
             return output
         return output.model_copy(update={"metadata": {**output.metadata, "last_tool_result": last_tool_result}})
 
-    def _output(self, row: Row, bench: Benchmark, team: CentralizedTeam, final: str | None,
-                answers: list[tuple[str, str]], turns: int, stop: str, delegations: list[str],
-                invalid: list[dict[str, Any]], comm: CommunicationLog) -> AgentOutput:
+    def _output(self, row: Row, bench: Benchmark, team: CentralizedTeam, final: str | None, turns: int,
+                stop: str, delegations: list[str], invalid: list[dict[str, Any]],
+                comm: CommunicationLog) -> AgentOutput:
         text, source = final, team.manager
-        if bench.vote_key(row, AgentOutput(text=final)) is None:
-            for agent, candidate in reversed(answers):
-                if bench.vote_key(row, AgentOutput(text=candidate)) is not None:
-                    text, source = candidate, agent
-                    break
         metadata: dict[str, Any] = {
             "team_size": self.team_size, "manager": team.manager, "workers": [w.name for w in team.workers],
             "turns": turns, "max_turns": team.max_turns, "stop": stop, "delegations": delegations,

@@ -15,6 +15,7 @@ import anyio
 
 from core.benchmark import Benchmark
 from core.communication import CommunicationLog
+from core.contracts import ContractPolicy
 from core.models import AgentOutput, PromptBundle, Row
 from core.topology import AgentContext
 from core.voting import majority_vote
@@ -36,9 +37,11 @@ def peers_message(round_index: int, answers: list[tuple[int, str]]) -> str:
 class Decentralized:
     name = "decentralized"
 
-    def __init__(self, team_size: int = 4, communication: str = "freeform", rounds: int | None = None):
+    def __init__(self, team_size: int = 4, communication: str = "freeform", rounds: int | None = None,
+                 contract_version: int = 1):
         self.team_size = check_team_size(self.name, team_size)
         self.communication = communication
+        self.policy = ContractPolicy(contract_version)
         self.rounds = rounds
         CommunicationLog(communication, "")
 
@@ -51,7 +54,8 @@ class Decentralized:
         rounds = self.rounds if self.rounds is not None else spec.rounds()
         n = self.team_size
         comm = CommunicationLog(self.communication, bench.name, rerender=bench.name not in PROMPT_ONLY)
-        system = system_prompt(editable(bundle, role), answering=True, bench=bench, comm=comm)
+        system = system_prompt(editable(bundle, role), answering=True, bench=bench, comm=comm, role=role,
+                               policy=self.policy)
         task = bench.render_task(row)
         tools = [] if bench.name in NATIVE_CALL_ANSWER else bench.native_tools(row)
         limit = spec.debate_step_limit() if tools else 1

@@ -9,7 +9,7 @@ from typing import Any
 
 from core.benchmark import Benchmark
 from core.communication import CommunicationLog
-from core.contracts import wrap_answering_prompt
+from core.contracts import ContractPolicy, nudge_only, wrap_answering_prompt
 from core.errors import ContractError
 from core.models import PromptBundle
 from core.topology import AgentContext
@@ -28,10 +28,16 @@ def editable(bundle: PromptBundle, role: str) -> str:
 
 
 def system_prompt(editable: str, *, answering: bool, bench: Benchmark, comm: CommunicationLog,
-                  extension: str = "") -> str:
-    """Editable text, wrapped with the protected contract for answering roles, then the topology's extension
-    and the communication-format contract, both outside the editable text."""
-    text = wrap_answering_prompt(editable, bench.contract(1)) if answering else editable.strip()
+                  extension: str = "", role: str = "", policy: ContractPolicy = ContractPolicy()) -> str:
+    """Editable text, wrapped with the protected contract (version per `policy`, with the dataset's format note
+    and, in jobs, its format nudge) for answering roles, then the topology's extension and the
+    communication-format contract, all outside the editable text."""
+    nudge = policy.nudge_for(bench, role, answering)
+    if answering:
+        text = wrap_answering_prompt(editable, bench.contract(policy.version), version=policy.version,
+                                     note=policy.note_for(bench, answering), nudge=nudge)
+    else:
+        text = nudge_only(editable, nudge)
     if extension:
         text = f"{text}\n\n{extension.strip()}"
     return comm.system_prompt(text)

@@ -12,6 +12,7 @@ from typing import Any
 
 from core.benchmark import Benchmark
 from core.communication import CommunicationLog
+from core.contracts import ContractPolicy
 from core.models import AgentOutput, PromptBundle, Row
 from core.topology import AgentContext
 from topologies.messages import NATIVE_CALL_ANSWER, editable, react, system_prompt
@@ -30,9 +31,10 @@ def stage_message(template_text: str, prior: list[tuple[str, str]]) -> str:
 class Sequential:
     name = "sequential"
 
-    def __init__(self, team_size: int = 4, communication: str = "freeform"):
+    def __init__(self, team_size: int = 4, communication: str = "freeform", contract_version: int = 1):
         self.team_size = check_team_size(self.name, team_size)
         self.communication = communication
+        self.policy = ContractPolicy(contract_version)
         CommunicationLog(communication, "")
 
     def roles(self, task: str, team_size: int) -> list[str]:
@@ -54,7 +56,8 @@ class Sequential:
             last = index == len(stages) - 1
             messages: list[dict[str, Any]] = [
                 {"role": "system", "content": system_prompt(editable(bundle, stage.role), answering=last,
-                                                            bench=bench, comm=comm)},
+                                                            bench=bench, comm=comm, role=stage.role,
+                                                            policy=self.policy)},
                 {"role": "user", "content": stage_message(stage.user_message(task), prior)},
             ]
             turn = await react(ctx, role=stage.role, member=0, messages=messages,

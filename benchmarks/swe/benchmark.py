@@ -37,10 +37,17 @@ FAILURE_MODES = (
 )
 
 
+PATCH_FIRST_NUDGE = ("Patch first: produce the unified diff that fixes the issue before any explanation; end with the "
+                     "single fenced ```diff block and nothing after it.")
+
+
 class SWEBenchmark:
     name = "swe"
     answer_format = "one fenced ```diff block with a unified diff"
     failure_modes: tuple[FailureMode, ...] = FAILURE_MODES
+    single_step_limit = 100  # section 2.1: recursion limit 100 for SWE
+    format_nudge = PATCH_FIRST_NUDGE  # section 9: the bridge re-attaches it in jobs
+    nudge_roles = ("patcher",)
 
     def splits(self) -> Splits:
         return load_splits("swe", PACKAGE_DIR)
