@@ -43,7 +43,8 @@ PAGE_SCHEMA: dict[str, Any] = {
     },
 }
 TOOL_ARGUMENT = {"wikipedia_search": "query", "wikipedia_page": "title"}
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
+_ABBREVIATION = re.compile(r"(?:\b(?:Jr|Sr|Dr|Mr|Mrs|Ms|St|Mt|Gen|Col|Lt|Inc|Co|Ltd|vs|No)|\b[A-Z])\.$")
 
 
 class Retrieval(Protocol):
@@ -60,10 +61,21 @@ class Retrieval(Protocol):
         ...
 
 
+def split_sentences(text: str) -> list[str]:
+    """Sentences of plain text (live extracts); a full stop after an abbreviation or an initial does not end one."""
+    merged: list[str] = []
+    for piece in _SENTENCE_END.split(text.strip()):
+        if merged and _ABBREVIATION.search(merged[-1]):
+            merged[-1] = f"{merged[-1]} {piece}"
+        else:
+            merged.append(piece)
+    return merged
+
+
 def summary_of(sentences: list[str] | tuple[str, ...] | str) -> str:
+    """The first SUMMARY_SENTENCES sentences (a corpus page's sentence list, or a live extract's text)."""
     if isinstance(sentences, str):
-        sentences = _SENTENCE_END.split(sentences.strip())
-        return " ".join(s.strip() for s in sentences[:SUMMARY_SENTENCES]).strip()
+        return " ".join(s.strip() for s in split_sentences(sentences)[:SUMMARY_SENTENCES]).strip()
     return "".join(sentences[:SUMMARY_SENTENCES]).strip()
 
 

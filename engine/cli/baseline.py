@@ -13,9 +13,11 @@ from typing import Any
 from core.canonical import content_hash
 from core.cell import parse_cell
 from core.errors import DataError, UsageError
+from core.contracts import RUN_CONTRACT_VERSION
 from core.models import PromptBundle
 from core.protocol import condition, split_hash
 from engine.job.artifacts import read_json, write_jsonl_atomic
+from engine.job.benchmark_setup import configure_benchmark, dataset_options, tool_environment
 from engine.job.config import SIMULATED_MODEL_ID, endpoints_from
 from engine.job.endpoints import open_task_pool
 from engine.job.evaluation import Evaluator, failure_counts
@@ -31,8 +33,9 @@ async def run_baseline(args: argparse.Namespace) -> dict[str, Any]:
     cell = parse_cell(args.cell)
     if args.seed not in (0, 1, 2):
         raise UsageError(f"--seed must be 0, 1 or 2, got {args.seed}")
-    bench = get_benchmark(cell.task)
-    topology = get_topology(cell.topology, cell.team_size, cell.communication)
+    bench = configure_benchmark(get_benchmark(cell.task), dataset_options(args), args.data_dir)
+    # Baseline runs are the protocol's runners: output contract version 1, no format nudges (section 9).
+    topology = get_topology(cell.topology, cell.team_size, cell.communication, contract_version=RUN_CONTRACT_VERSION)
     splits = bench.splits()
     ids = list(splits.ids(args.split))
     if args.only:
@@ -48,7 +51,8 @@ async def run_baseline(args: argparse.Namespace) -> dict[str, Any]:
     cond = condition(task=cell.task, topology=cell.topology, framework=cell.framework,
                      communication=cell.communication, team_size=cell.team_size, task_model=cell.task_model,
                      initial_bundle_sha256=seed.digest, scorer_id=f"{bench.name}:protocol:v1",
-                     split_sha256=split_hash(splits.as_hash_payload()))
+                     split_sha256=split_hash(splits.as_hash_payload()), contract_version=RUN_CONTRACT_VERSION,
+                     tool_environment=tool_environment(bench))
     out = Path(args.out)
     work = out.parent / f"{out.stem}.run"
     endpoints = endpoints_from(args.task_endpoints)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from core.cell import parse_cell
 from core.errors import UsageError
@@ -15,6 +16,7 @@ from engine.runner import RetryPolicy
 SIMULATED_MODEL_ID = "simulated-policy"
 SIMULATED_REFLECTION_MODEL_ID = "simulated-reflection"
 DEFAULT_REFLECTION_URL = "http://localhost:8200/v1"  # protocol 5.4: REFLECTION_MODEL_BASE_URL default
+PHASES = ("all", "optimize", "validate", "test")
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,9 @@ class JobConfig:
     allow_small_budget: bool = False
     quiet: bool = False
     sim_delay_s: float = 0.0
+    phase: str = "all"  # all | optimize | validate | test: run phases up to and including this one
+    allow_any_cell: bool = False  # off-grid cells run only with it, and are marked non-conformant
+    dataset_options: dict[str, Any] = field(default_factory=dict)  # e.g. HotpotQA retrieval (wiki_dir, ...)
 
     @property
     def simulated(self) -> bool:
@@ -57,12 +62,15 @@ def endpoints_from(args_endpoints: list[str] | None) -> tuple[str, ...]:
 def build_config(*, cell: str, method: str, seed: int, out: str, budget: int, task_endpoints: list[str] | None,
                  model_id: str | None, data_dir: str | None, concurrency: int, reflection_endpoint: str | None = None,
                  reflection_model: str | None = None, allow_small_budget: bool = False, quiet: bool = False,
-                 request_timeout: float = 1200.0) -> JobConfig:
+                 request_timeout: float = 1200.0, phase: str = "all", allow_any_cell: bool = False,
+                 dataset_options: dict[str, Any] | None = None) -> JobConfig:
     parsed = parse_cell(cell)
     if seed not in (0, 1, 2):
         raise UsageError(f"--seed must be 0, 1 or 2, got {seed}")
     if not 1 <= budget <= FULL_BUDGET:
         raise UsageError(f"--budget must be in 1..{FULL_BUDGET}, got {budget}")
+    if phase not in PHASES:
+        raise UsageError(f"--phase must be one of {', '.join(PHASES)}, got {phase!r}")
     if concurrency < 1:
         raise UsageError(f"--concurrency must be >= 1, got {concurrency}")
     endpoints = endpoints_from(task_endpoints)
@@ -81,5 +89,6 @@ def build_config(*, cell: str, method: str, seed: int, out: str, budget: int, ta
         cell=parsed, method=method, seed=seed, out=Path(out), budget=budget, task_endpoints=endpoints,
         model_id=model_id or os.environ.get("MODEL_ID") or None, data_dir=data_dir, concurrency=concurrency,
         reflection_endpoint=reflection_endpoint, reflection_model=reflection_model,
-        allow_small_budget=allow_small_budget, quiet=quiet, request_timeout=request_timeout,
+        allow_small_budget=allow_small_budget, quiet=quiet, request_timeout=request_timeout, phase=phase,
+        allow_any_cell=allow_any_cell, dataset_options=dict(dataset_options or {}),
     )
