@@ -100,6 +100,7 @@ class Centralized:
         shared_nodes: list[str] = []
         delegations: list[str] = []
         invalid: list[dict[str, Any]] = []
+        role_outputs: dict[str, str | None] = {}  # each agent's latest message (the manager's: its final one)
         turns, stop = 0, "turn_cap"
         reads: tuple[str, ...] = ()
         manager_text: str | None = None
@@ -168,6 +169,7 @@ class Centralized:
                 if turn.last_tool_result is not None:
                     last_tool_result = turn.last_tool_result
                 comm.report(f"{worker.name}.0", turn.text)
+                role_outputs[worker.name] = turn.text
                 rendered = comm.handoff(worker.name, turn.text)
                 shared.append((f"manager -> {worker.name}", instruction))
                 shared.append((worker.name, rendered))
@@ -176,8 +178,10 @@ class Centralized:
                 reads = (reply.node_id, turn.node_id)
             for call, result in results:
                 conversation.append(tool_message(call, result or ""))
+        role_outputs[manager] = strip_terminate(manager_text)
         output = self._output(row, bench, team, strip_terminate(manager_text), turns, stop, delegations,
                               invalid, comm)
+        output = output.model_copy(update={"metadata": {**output.metadata, "role_outputs": role_outputs}})
         if last_tool_result is None:
             return output
         return output.model_copy(update={"metadata": {**output.metadata, "last_tool_result": last_tool_result}})

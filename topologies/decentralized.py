@@ -89,7 +89,8 @@ class Decentralized:
         outputs = [AgentOutput(text=t.text, selected_member=m) for m, t in enumerate(previous)]
         vote = majority_vote([bench.vote_key(row, o) for o in outputs])
         chosen = outputs[vote.selected]
-        metadata: dict[str, Any] = {"team_size": n, "rounds": rounds, "vote": vote.summary(), **comm.metadata()}
+        metadata: dict[str, Any] = {"team_size": n, "rounds": rounds, "vote": vote.summary(), **comm.metadata(),
+                                    "role_outputs": {role: chosen.text}}
         if last_tool_result[vote.selected] is not None:
             metadata["last_tool_result"] = last_tool_result[vote.selected]
         return AgentOutput(text=chosen.text, selected_member=vote.selected, metadata=metadata)

@@ -70,6 +70,7 @@ class Independent:
         chosen = outputs[vote.selected]
         metadata: dict[str, Any] = {"team_size": self.team_size, "vote": vote.summary(),
                                     **comm.metadata()}
+        metadata["role_outputs"] = {role: chosen.text}  # the shared role's output = the selected replica's
         if cap:
             metadata["wall_clock_cap_s"] = float(cap)
         timed_out = [i for i, t in enumerate(turns) if t is None]

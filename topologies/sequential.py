@@ -48,6 +48,7 @@ class Sequential:
         native_tools = [] if bench.name in NATIVE_CALL_ANSWER else bench.native_tools(row)
         limit = spec.stage_step_limit()
         prior: list[tuple[str, str]] = []
+        role_outputs: dict[str, str | None] = {}
         nodes: list[str] = []
         text: str | None = None
         step_limited: list[str] = []
@@ -67,13 +68,14 @@ class Sequential:
             if turn.stop:
                 step_limited.append(stage.role)
             text = turn.text
+            role_outputs[stage.role] = turn.text
             nodes.append(turn.node_id)
             if turn.last_tool_result is not None:
                 last_tool_result = turn.last_tool_result
             if not last:
                 prior.append((stage.role, comm.handoff(stage.role, turn.text)))
         metadata: dict[str, Any] = {"team_size": self.team_size, "stages": [s.role for s in stages],
-                                    **comm.metadata()}
+                                    **comm.metadata(), "role_outputs": role_outputs}
         if step_limited:
             metadata["step_limit_stages"] = step_limited
         if last_tool_result is not None:

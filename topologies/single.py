@@ -66,4 +66,5 @@ class Single:
             reply = await ctx.chat(role=ROLE, member=0, messages=messages, tools=None, reads=(turn.node_id,))
             text = reply.content
             meta["answer_request"] = True
+        meta["role_outputs"] = {ROLE: text}
         return AgentOutput(text=text, tool_calls=turn.tool_calls, selected_member=0, metadata=meta)
