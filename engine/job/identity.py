@@ -25,6 +25,17 @@ from engine.job.config import JobConfig
 from optimizers.registry import METHODS
 
 
+def claimed_tables(cfg: JobConfig) -> list[int]:
+    """The grid tables the job feeds (section 4); an off-grid cell is refused unless --allow-any-cell."""
+    c = cfg.cell
+    tables = grid_tables(cfg.method, c, tuple(METHODS))
+    if not tables and not cfg.allow_any_cell:
+        raise UsageError(f"off-grid cell: task={c.task},topology={c.topology},team_size={c.team_size},"
+                         f"communication={c.communication},model={c.task_model} with method {cfg.method} is in no "
+                         "grid table this engine implements; pass --allow-any-cell to run it (non-conformant)")
+    return tables
+
+
 def build_identity(cfg: JobConfig, seed_bundle: PromptBundle, split_sha256: str, split_sizes: dict[str, int],
                    scorer_id: str, tool_environment: dict[str, Any] | None = None) -> dict[str, Any]:
 
@@ -37,11 +48,7 @@ def build_identity(cfg: JobConfig, seed_bundle: PromptBundle, split_sha256: str,
                      team_size=c.team_size, task_model=c.task_model, initial_bundle_sha256=seed_bundle.digest,
                      scorer_id=scorer_id, split_sha256=split_sha256, contract_version=JOB_CONTRACT_VERSION,
                      tool_environment=tool_environment)
-    tables = grid_tables(cfg.method, c, tuple(METHODS))
-    if not tables and not cfg.allow_any_cell:
-        raise UsageError(f"cell {registry_key(c)} ({c.task}, {c.topology}, team_size {c.team_size}, "
-                         f"{c.communication}, model {c.task_model}) with method {cfg.method} is in no grid table "
-                         "this engine implements; pass --allow-any-cell to run it (marked non-conformant)")
+    tables = claimed_tables(cfg)
     reasons = []
     if not tables:
         reasons.append("off_grid_cell")

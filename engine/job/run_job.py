@@ -28,7 +28,7 @@ from engine.job.artifacts import read_json, read_sealed, write_json_atomic, writ
 from engine.job.config import DEFAULT_REFLECTION_URL, JobConfig
 from engine.job.data import JobData
 from engine.job.evaluation import Evaluation, Evaluator, failure_counts
-from engine.job.identity import build_identity, check_out_dir, write_identity
+from engine.job.identity import build_identity, check_out_dir, claimed_tables, write_identity
 from engine.job.optimization import LedgerRunner, learning_curve
 from engine.job.phases import check_phase_inputs, phase_summary
 from engine.job.endpoints import open_task_pool
@@ -85,6 +85,7 @@ def prepare(cfg: JobConfig, bench: Benchmark | None = None
     topology = get_topology(cfg.cell.topology, cfg.cell.team_size, cfg.cell.communication,
                             contract_version=JOB_CONTRACT_VERSION)
     optimizer = get_optimizer(cfg.method, seed=cfg.seed)
+    claimed_tables(cfg)  # an off-grid cell is refused before any data is read
     if cfg.budget < optimizer.smallest_useful_budget and not cfg.allow_small_budget:
         raise UsageError(f"--budget {cfg.budget} is below {cfg.method}'s smallest useful budget "
                          f"({optimizer.smallest_useful_budget}); pass --allow-small-budget to proceed anyway")
