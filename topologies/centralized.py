@@ -24,9 +24,9 @@ from core.benchmark import Benchmark
 from core.communication import CommunicationLog
 from core.contracts import ContractPolicy
 from core.models import AgentOutput, PromptBundle, Row
-from core.topology import AgentContext
-from topologies.messages import (NATIVE_CALL_ANSWER, assistant_message, call_arguments, editable, react,
-                                 system_prompt, tool_message)
+from core.topology import AgentContext, agent_scope
+from topologies.messages import (NATIVE_CALL_ANSWER, assistant_message, call_arguments, editable, finish_output,
+                                 react, system_prompt, tool_message, tools_for)
 from topologies.teams import CentralizedTeam, Worker, check_team_size, team_spec
 
 TERMINATE = "TERMINATE"
@@ -87,7 +87,7 @@ class Centralized:
         workers = {w.name: w for w in team.workers}
         comm = CommunicationLog(self.communication, bench.name, rerender=bench.name not in NO_RERENDER)
         task = bench.render_task(row)
-        native = [] if bench.name in NATIVE_CALL_ANSWER else bench.native_tools(row)
+        native = [] if bench.name in NATIVE_CALL_ANSWER else tools_for(bench, row, self.name)
         manager_tools = [delegate_tool(w) for w in team.workers] + (native if team.manager_tools else [])
         manager = team.manager
         manager_system = system_prompt(editable(bundle, manager), answering=True, bench=bench, comm=comm,
@@ -140,7 +140,8 @@ class Centralized:
                     else:
                         chosen = (workers[target], call)
                 else:
-                    result = await ctx.call_tool(role=manager, member=0, node_id=reply.node_id, call=call)
+                    with agent_scope(ctx, manager, 0):
+                        result = await ctx.call_tool(role=manager, member=0, node_id=reply.node_id, call=call)
                     last_tool_result = result
                 results.append((call, result))
             reads = (reply.node_id,)
@@ -182,9 +183,9 @@ class Centralized:
         output = self._output(row, bench, team, strip_terminate(manager_text), turns, stop, delegations,
                               invalid, comm)
         output = output.model_copy(update={"metadata": {**output.metadata, "role_outputs": role_outputs}})
-        if last_tool_result is None:
-            return output
-        return output.model_copy(update={"metadata": {**output.metadata, "last_tool_result": last_tool_result}})
+        if last_tool_result is not None:
+            output = output.model_copy(update={"metadata": {**output.metadata, "last_tool_result": last_tool_result}})
+        return await finish_output(bench, row, ctx, output)
 
     def _output(self, row: Row, bench: Benchmark, team: CentralizedTeam, final: str | None, turns: int,
                 stop: str, delegations: list[str], invalid: list[dict[str, Any]],

@@ -19,7 +19,8 @@ from core.contracts import ContractPolicy
 from core.models import AgentOutput, PromptBundle, Row
 from core.topology import AgentContext
 from core.voting import majority_vote
-from topologies.messages import NATIVE_CALL_ANSWER, AgentTurn, editable, react, system_prompt
+from topologies.messages import (NATIVE_CALL_ANSWER, AgentTurn, editable, finish_output, react, system_prompt,
+                                 tools_for)
 from topologies.teams import check_team_size, team_spec
 
 PROMPT_ONLY = frozenset({"swe", "bfcl"})  # the format is a prompt contract only (no hand-off re-rendering)
@@ -57,7 +58,7 @@ class Decentralized:
         system = system_prompt(editable(bundle, role), answering=True, bench=bench, comm=comm, role=role,
                                policy=self.policy)
         task = bench.render_task(row)
-        tools = [] if bench.name in NATIVE_CALL_ANSWER else bench.native_tools(row)
+        tools = [] if bench.name in NATIVE_CALL_ANSWER else tools_for(bench, row, self.name)
         limit = spec.debate_step_limit() if tools else 1
         conversations: list[list[dict[str, Any]]] = [
             [{"role": "system", "content": system}, {"role": "user", "content": task}] for _ in range(n)]
@@ -86,11 +87,13 @@ class Decentralized:
                 if turn.last_tool_result is not None:
                     last_tool_result[member] = turn.last_tool_result
 
-        outputs = [AgentOutput(text=t.text, selected_member=m) for m, t in enumerate(previous)]
+        # each peer's artifact is final before the vote (SWE: its own checkout's diff)
+        outputs = [await finish_output(bench, row, ctx, AgentOutput(text=t.text, selected_member=m))
+                   for m, t in enumerate(previous)]
         vote = majority_vote([bench.vote_key(row, o) for o in outputs])
         chosen = outputs[vote.selected]
         metadata: dict[str, Any] = {"team_size": n, "rounds": rounds, "vote": vote.summary(), **comm.metadata(),
                                     "role_outputs": {role: chosen.text}}
         if last_tool_result[vote.selected] is not None:
             metadata["last_tool_result"] = last_tool_result[vote.selected]
-        return AgentOutput(text=chosen.text, selected_member=vote.selected, metadata=metadata)
+        return chosen.model_copy(update={"metadata": {**chosen.metadata, **metadata}})

@@ -20,7 +20,8 @@ from core.contracts import ContractPolicy
 from core.models import AgentOutput, PromptBundle, Row
 from core.topology import AgentContext
 from core.voting import majority_vote
-from topologies.messages import NATIVE_CALL_ANSWER, AgentTurn, editable, react, system_prompt
+from topologies.messages import (NATIVE_CALL_ANSWER, AgentTurn, editable, finish_output, react, system_prompt,
+                                 tools_for)
 from topologies.teams import check_team_size, team_spec
 
 
@@ -43,7 +44,7 @@ class Independent:
         system = system_prompt(editable(bundle, role), answering=True, bench=bench, comm=comm, role=role,
                                policy=self.policy)
         task = bench.render_task(row)
-        tools = bench.native_tools(row)
+        tools = tools_for(bench, row, self.name)
         native = bench.name in NATIVE_CALL_ANSWER
         limit = spec.independent_step_limit()
         turns: list[AgentTurn | None] = [None] * self.team_size
@@ -65,6 +66,8 @@ class Independent:
                                selected_member=i) for i, t in enumerate(turns)]
         for i, t in enumerate(turns):
             comm.report(f"{role}.{i}", None if t is None else t.text)
+        # each member's artifact is final before the vote (SWE: its own checkout's diff)
+        outputs = [await finish_output(bench, row, ctx, o) for o in outputs]
         keys = [None if t is None else bench.vote_key(row, o) for t, o in zip(turns, outputs)]
         vote = majority_vote(keys)
         chosen = outputs[vote.selected]
@@ -82,5 +85,4 @@ class Independent:
         stopped = [i for i, t in enumerate(turns) if t is not None and t.stop]
         if stopped:
             metadata["step_limit_members"] = stopped
-        return AgentOutput(text=chosen.text, tool_calls=chosen.tool_calls, selected_member=vote.selected,
-                           metadata=metadata)
+        return chosen.model_copy(update={"metadata": {**chosen.metadata, **metadata}})

@@ -15,7 +15,7 @@ from core.communication import CommunicationLog
 from core.contracts import ContractPolicy
 from core.models import AgentOutput, PromptBundle, Row
 from core.topology import AgentContext
-from topologies.messages import NATIVE_CALL_ANSWER, editable, react, system_prompt
+from topologies.messages import NATIVE_CALL_ANSWER, editable, finish_output, react, system_prompt, tools_for
 from topologies.teams import check_team_size, team_spec
 
 PRIOR_STAGE = "PRIOR STAGE"
@@ -45,7 +45,7 @@ class Sequential:
         stages = spec.stages(self.team_size)
         comm = CommunicationLog(self.communication, bench.name, rerender=bench.name not in NO_RERENDER)
         task = bench.render_task(row)
-        native_tools = [] if bench.name in NATIVE_CALL_ANSWER else bench.native_tools(row)
+        native_tools = [] if bench.name in NATIVE_CALL_ANSWER else tools_for(bench, row, self.name)
         limit = spec.stage_step_limit()
         prior: list[tuple[str, str]] = []
         role_outputs: dict[str, str | None] = {}
@@ -80,4 +80,5 @@ class Sequential:
             metadata["step_limit_stages"] = step_limited
         if last_tool_result is not None:
             metadata["last_tool_result"] = last_tool_result
-        return AgentOutput(text=text, selected_member=0, metadata=metadata)
+        output = AgentOutput(text=text, selected_member=0, metadata=metadata)
+        return await finish_output(bench, row, ctx, output)

@@ -15,7 +15,7 @@ from core.benchmark import Benchmark
 from core.contracts import ContractPolicy, wrap_answering_prompt
 from core.models import AgentOutput, PromptBundle, Row
 from core.topology import AgentContext
-from topologies.messages import NATIVE_CALL_ANSWER, react
+from topologies.messages import NATIVE_CALL_ANSWER, finish_output, react, tools_for
 
 DEFAULT_STEP_LIMIT = 25
 ROLE = "solver"
@@ -49,7 +49,7 @@ class Single:
                                        nudge=self.policy.nudge_for(bench, ROLE, True))
         messages: list[dict[str, Any]] = [{"role": "system", "content": system},
                                           {"role": "user", "content": bench.render_task(row)}]
-        tools = bench.native_tools(row)
+        tools = tools_for(bench, row, self.name)
         limit = step_limit(bench)
         native = bench.name in NATIVE_CALL_ANSWER
         turn = await react(ctx, role=ROLE, member=0, messages=messages, tools=tools or None, reads=(),
@@ -67,4 +67,5 @@ class Single:
             text = reply.content
             meta["answer_request"] = True
         meta["role_outputs"] = {ROLE: text}
-        return AgentOutput(text=text, tool_calls=turn.tool_calls, selected_member=0, metadata=meta)
+        output = AgentOutput(text=text, tool_calls=turn.tool_calls, selected_member=0, metadata=meta)
+        return await finish_output(bench, row, ctx, output)

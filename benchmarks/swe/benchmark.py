@@ -7,11 +7,14 @@ import random
 from pathlib import Path
 from typing import Any, Sequence
 
+import anyio
+
 from core.benchmark import FailureMode, SimReply, Splits
 from core.models import AgentOutput, Row, Score
 
 from benchmarks.splits import load_splits
-from benchmarks.swe import harness, loader
+from benchmarks.swe import harness, loader, repo_tools
+from benchmarks.swe.workspace import RepoWorkspaces
 from benchmarks.swe.patch import check_patch, extract_patch, normalize_patch
 
 PACKAGE_DIR = Path(__file__).parent
@@ -48,6 +51,41 @@ class SWEBenchmark:
     single_step_limit = 100  # section 2.1: recursion limit 100 for SWE
     format_nudge = PATCH_FIRST_NUDGE  # section 9: the bridge re-attaches it in jobs
     nudge_roles = ("patcher",)
+    topology_tools = repo_tools.TOPOLOGY_TOOLS  # section 10: file_write for Single/Independent, else str_replace
+
+    def __init__(self, workspaces: RepoWorkspaces | None = None) -> None:
+        self.workspaces = workspaces
+
+    def configure(self, options: dict[str, Any]) -> "SWEBenchmark":
+        """A copy whose agents get the repository tools on clones of the mirrors in `swe_repos`."""
+        repos = options.get("swe_repos")
+        return SWEBenchmark(RepoWorkspaces(str(repos)) if repos else None)
+
+    def tool_environment(self) -> dict[str, Any]:
+        """Without repository checkouts the agents lack the protocol's tools: non-conformant."""
+        on = self.workspaces is not None
+        return {"swe_repository_tools": on, "conformant": on}
+
+    async def call_tool(self, row: Row, name: str, arguments: Any) -> str:
+        if self.workspaces is None:
+            return f"error: tool {name!r} is not available (no repository checkout; pass --swe-repos)"
+        root = await self.workspaces.checkout(row)
+        return await anyio.to_thread.run_sync(repo_tools.run_repo_tool, root, name, arguments)
+
+    async def finish_output(self, row: Row, output: AgentOutput) -> AgentOutput:
+        """Section 10: the patch is `git diff HEAD` of the selected member's checkout, not the fenced diff."""
+        if self.workspaces is None:
+            return output
+        patch = await self.workspaces.patch() or ""
+        return output.model_copy(update={"metadata": {**output.metadata, "repo_patch": patch}})
+
+    @staticmethod
+    def patch_text(output: AgentOutput) -> str | None:
+        """What the scorer reads: the checkout's diff when the agents had a checkout, else the answer text."""
+        patch = output.metadata.get("repo_patch")
+        if isinstance(patch, str):
+            return f"```diff\n{patch}```" if patch.strip() else ""
+        return output.text
 
     def splits(self) -> Splits:
         return load_splits("swe", PACKAGE_DIR)
@@ -66,7 +104,9 @@ class SWEBenchmark:
         return "\n".join(parts) + "\n"
 
     def native_tools(self, row: Row) -> list[dict[str, Any]]:
-        return []
+        if self.workspaces is None:
+            return []
+        return [dict(schema) for schema in repo_tools.SCHEMAS.values()]
 
     def contract(self, version: int = 1) -> str:
         if version == 1:
@@ -76,7 +116,7 @@ class SWEBenchmark:
         raise ValueError(f"unknown contract version {version}")
 
     def score(self, row: Row, output: AgentOutput) -> Score:
-        result = check_patch(output.text)
+        result = check_patch(self.patch_text(output))
         return Score(value=1.0 if result.ok else 0.0, feedback=result.feedback,
                      malformed=result.problem == "no_diff_block",
                      metadata={"kind": result.problem or "pass", "files": result.files, "added": result.added,
@@ -88,13 +128,13 @@ class SWEBenchmark:
     def score_runner(self, row: Row, output: AgentOutput) -> Score:
         """Full SWE-bench rule in the instance image; HarnessUnavailable without Docker/swebench."""
         harness.require_harness()
-        patch = extract_patch(output.text)
+        patch = extract_patch(self.patch_text(output))
         if patch is None:
             return self.score(row, output)
         return harness.run_harness(row, patch)
 
     def vote_key(self, row: Row, output: AgentOutput) -> str | None:
-        return normalize_patch(extract_patch(output.text))
+        return normalize_patch(extract_patch(self.patch_text(output)))
 
     def simulate(self, row: Row, mode: str | None, rng: random.Random) -> SimReply:
         intro = rng.choice(["Here is the fix.", "The patch below resolves the issue.", "Proposed change:"])

@@ -38,6 +38,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     wiki.add_argument("--wiki-live", action="store_true", help="query live Wikipedia (network; not reproducible)")
     wiki.add_argument("--wiki-pooled", action="store_true",
                       help="search the pooled paragraphs of the whole data file (marks the job non-conformant)")
+    p.add_argument("--swe-repos", metavar="DIR",
+                   help="task=swe: local git mirrors (<owner>__<name>[.git]) the agents' repository tools clone at "
+                        "the base commit; without it SWE agents have no repository tools (non-conformant)")
 
 
 def job_main(argv: list[str]) -> int:

@@ -18,6 +18,7 @@ DATASET_OPTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
     "wiki_dir": ("--wiki-dir", ("hotpotqa",)),
     "wiki_live": ("--wiki-live", ("hotpotqa",)),
     "wiki_pooled": ("--wiki-pooled", ("hotpotqa",)),
+    "swe_repos": ("--swe-repos", ("swe",)),
 }
 
 
