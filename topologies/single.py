@@ -1,7 +1,10 @@
 """Single: one solver agent in a ReAct loop with the dataset's tools (protocol-v1 section 2.1).
 
-The loop ends when the model answers without a tool call or at the step limit the benchmark declares
-(`single_step_limit`: 25 by default, 100 for SWE, 9 turns for ToolHop, 1 call for API-Bank). A benchmark that
+The loop ends when the model answers without a tool call or at its limit. The protocol's LangGraph ReAct agent has
+a recursion limit of 25 graph steps (100 for SWE; `single_recursion_limit`), and every model call but the last
+is followed by a tool step, so it allows ceil(limit / 2) model calls: 13 (50 for SWE) - the same reading the team
+specs use for the multi-agent recursion limits (HotpotQA independent 20 -> 10 calls). Plain loops declare model
+calls directly (`single_step_limit`: ToolHop 9 turns, API-Bank 1 call). A benchmark that
 declares an `answer_request` (ToolHop: "If no `<answer>` tag, one extra short call asks for it") gets exactly
 one more request when the final message lacks its `answer_marker`. For datasets whose answer is native tool
 calls (BFCL), the answer is the tool calls of the first model message that has any.
@@ -17,12 +20,16 @@ from core.models import AgentOutput, PromptBundle, Row
 from core.topology import AgentContext
 from topologies.messages import NATIVE_CALL_ANSWER, finish_output, react, tools_for
 
-DEFAULT_STEP_LIMIT = 25
+RECURSION_LIMIT = 25
 ROLE = "solver"
 
 
 def step_limit(bench: Benchmark) -> int:
-    return int(getattr(bench, "single_step_limit", DEFAULT_STEP_LIMIT))
+    """Model calls the Single loop may make for this dataset."""
+    declared = getattr(bench, "single_step_limit", None)
+    if declared is not None:
+        return int(declared)
+    return (int(getattr(bench, "single_recursion_limit", RECURSION_LIMIT)) + 1) // 2
 
 
 def answer_request(bench: Benchmark, text: str | None) -> str | None:

@@ -48,7 +48,7 @@ class SWEBenchmark:
     name = "swe"
     answer_format = "one fenced ```diff block with a unified diff"
     failure_modes: tuple[FailureMode, ...] = FAILURE_MODES
-    single_step_limit = 100  # section 2.1: recursion limit 100 for SWE
+    single_recursion_limit = 100  # section 2.1: LangGraph recursion limit 100 for SWE (50 model calls)
     format_nudge = PATCH_FIRST_NUDGE  # section 9: the bridge re-attaches it in jobs
     nudge_roles = ("patcher",)
     topology_tools = repo_tools.TOPOLOGY_TOOLS  # section 10: file_write for Single/Independent, else str_replace

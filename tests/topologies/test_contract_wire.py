@@ -28,7 +28,7 @@ from topologies.teams import team_spec
 
 DATASETS = ("gpqa", "hotpotqa", "math", "lcb", "apps", "swe", "bfcl", "apibank", "toolhop")
 TOPOLOGIES = ("single", "independent", "sequential", "centralized", "decentralized")
-REAL_FACTS = ("format_note", "format_nudge", "nudge_roles", "single_step_limit", "answer_marker", "answer_request")
+REAL_FACTS = ("format_note", "format_nudge", "nudge_roles", "single_step_limit", "single_recursion_limit", "answer_marker", "answer_request")
 
 
 class DatasetFacts(FakeBench):

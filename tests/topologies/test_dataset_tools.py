@@ -22,8 +22,9 @@ def single_bundle(task: str = "gpqa"):
     return seed_bundle("single", task, ["solver"])
 
 
-@pytest.mark.parametrize("dataset,limit", [("toolhop", 9), ("swe", 100), ("apibank", 1), ("gpqa", 25),
-                                           ("hotpotqa", 25), ("math", 25), ("lcb", 25), ("apps", 25), ("bfcl", 25)])
+# model calls: ToolHop's plain loop 9 turns, API-Bank one call; LangGraph recursion limit 25 (SWE 100) = 13 (50) calls
+@pytest.mark.parametrize("dataset,limit", [("toolhop", 9), ("swe", 50), ("apibank", 1), ("gpqa", 13),
+                                           ("hotpotqa", 13), ("math", 13), ("lcb", 13), ("apps", 13), ("bfcl", 13)])
 def test_single_step_limits_per_dataset(dataset, limit):
     assert step_limit(registry.get_benchmark(dataset)) == limit
 
@@ -98,3 +99,11 @@ def test_independent_replica_past_its_cap_abstains():
     out = run(top, ctx, bench, seed_bundle("independent", "gpqa", top.roles("gpqa", 4)))
     assert out.metadata["timed_out_members"] == [3] and out.metadata["vote"]["abstentions"] == [3]
     assert out.text == "Answer: 6" and out.selected_member == 1
+
+
+def test_single_loop_stops_at_its_limit_without_an_extra_request():
+    ctx = ScriptedContext(lambda c: ("still working", [tool_call("calculator", expression="1+1")]))
+    out = run(Single(), ctx, fake("gpqa", tools=True), single_bundle())
+    assert len(ctx.calls) == 13 and len(ctx.tool_calls) == 13
+    assert out.metadata["stop"] == "step_limit" and out.metadata["step_limit"] == 13
+    assert "answer_request" not in out.metadata
