@@ -11,6 +11,8 @@ a tool call nor TERMINATE gets a short nudge and the manager goes again.
 The manager and the answer-producing workers carry the output contract. The answer is the manager's final
 message (TERMINATE stripped) and nothing else (section 2): when it holds no answer, the rollout is a semantic
 failure (`no_valid_answer`); a worker's answer is never promoted in its place.
+ToolHop and API-Bank (team spec mode `report_round`) have no delegation loop: each worker runs once, then the
+manager reads the reports and answers (topologies/report_round.py).
 A delegate call naming a worker that does not exist is answered with an error tool result and noted in the
 output metadata (`invalid_delegations`); it never crashes the rollout.
 """
@@ -27,6 +29,7 @@ from core.models import AgentOutput, PromptBundle, Row
 from core.topology import AgentContext, agent_scope
 from topologies.messages import (NATIVE_CALL_ANSWER, assistant_message, call_arguments, editable, finish_output,
                                  react, system_prompt, tool_message, tools_for)
+from topologies.report_round import report_round
 from topologies.teams import CentralizedTeam, Worker, check_team_size, team_spec
 
 TERMINATE = "TERMINATE"
@@ -88,6 +91,10 @@ class Centralized:
         comm = CommunicationLog(self.communication, bench.name, rerender=bench.name not in NO_RERENDER)
         task = bench.render_task(row)
         native = [] if bench.name in NATIVE_CALL_ANSWER else tools_for(bench, row, self.name)
+        if team.mode == "report_round":  # section 2.4: ToolHop / API-Bank have no delegation loop
+            output, outputs = await report_round(team, row, bundle, ctx, bench, comm, self.policy, native)
+            output = output.model_copy(update={"metadata": {**output.metadata, "role_outputs": outputs}})
+            return await finish_output(bench, row, ctx, output)
         manager_tools = [delegate_tool(w) for w in team.workers] + (native if team.manager_tools else [])
         manager = team.manager
         manager_system = system_prompt(editable(bundle, manager), answering=True, bench=bench, comm=comm,

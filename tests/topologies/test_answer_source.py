@@ -91,3 +91,29 @@ def test_decentralized_answer_is_the_final_round_vote():
     out = run(top, ctx, fake(), bundle(top, "decentralized"))
     assert max(c.turn for c in ctx.calls) == 1  # two rounds
     assert out.text == "Answer: 6 final peer 2" and out.selected_member == 2
+
+
+@pytest.mark.parametrize("dataset", ["toolhop", "apibank"])
+@pytest.mark.parametrize("manager_answers", [True, False])
+def test_centralized_report_round_answer_is_the_managers_one_message(dataset, manager_answers):
+    """Section 2.4: ToolHop / API-Bank centralized - each worker runs once, the manager reads the reports and
+    answers; its message is the answer even when a worker stated one."""
+    top = Centralized(4)
+    workers = top.roles(dataset, 4)[1:]
+
+    def responder(call: Call):
+        if call.role == "manager":
+            return ("Answer: 2 decided by the manager" if manager_answers else "No conclusion."), ()
+        return f"Answer: 8 from {call.role}", ()
+
+    ctx = ScriptedContext(responder)
+    out = run(top, ctx, fake(dataset), bundle(top, "centralized", task=dataset))
+    assert [c.role for c in ctx.calls] == [*workers, "manager"]
+    manager = ctx.calls[-1]
+    assert manager.tools is None and set(manager.reads) == {c.node_id for c in ctx.calls[:-1]}
+    assert all(f"[{w}]:\nAnswer: 8 from {w}" in manager.last_user for w in workers)
+    assert out.metadata["mode"] == "report_round" and out.metadata["answer_source"] == "manager"
+    if manager_answers:
+        assert out.text == "Answer: 2 decided by the manager"
+    else:
+        assert out.text == "No conclusion." and out.metadata["no_valid_answer"] is True
