@@ -82,7 +82,8 @@ class HotpotQABenchmark:
 
     def tool_environment(self) -> dict[str, Any]:
         """What the tools read, for the job identity; `conformant` False for the pooled corpus."""
-        return {"hotpotqa_retrieval": self.wiki_mode, "conformant": self.wiki_mode in wiki.CONFORMANT_MODES}
+        return {"hotpotqa_retrieval": self.wiki_mode, "conformant": self.wiki_mode in wiki.CONFORMANT_MODES,
+                "corpus": None if self.retrieval is None else self.retrieval.corpus_id}
 
     def splits(self) -> Splits:
         from benchmarks.splits import load_splits

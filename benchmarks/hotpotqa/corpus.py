@@ -17,6 +17,7 @@ Reads run in a worker thread (anyio.to_thread), never on the event loop; each re
 from __future__ import annotations
 
 import bz2
+import hashlib
 import json
 import os
 import re
@@ -127,6 +128,7 @@ class WikiDirCorpus(_FtsCorpus):
                             "HotpotQA enwiki abstracts release: subdirectories of bz2 JSON-lines files)")
         self.index_path = self.wiki_dir / INDEX_DIR / INDEX_NAME
         self.signature = json.dumps([[str(p.relative_to(self.wiki_dir)), p.stat().st_size] for p in self.files])
+        self.corpus_id = "wiki_dir:" + hashlib.sha256(self.signature.encode()).hexdigest()[:16]
         if self._stored_signature() != self.signature:
             self._build()
 
@@ -181,6 +183,8 @@ class PooledCorpus(_FtsCorpus):
         self._keeper = sqlite3.connect(self._uri, uri=True, check_same_thread=False)
         self._keeper.executescript(_SCHEMA)
         self.page_count = _insert(self._keeper, ((t, list(s)) for t, s in seen))
+        digest = hashlib.sha256(json.dumps(sorted(t for t, _ in seen), ensure_ascii=False).encode())
+        self.corpus_id = f"pooled:{self.page_count}:{digest.hexdigest()[:16]}"
         self._keeper.commit()
 
     def _connect(self) -> sqlite3.Connection:

@@ -24,6 +24,7 @@ class WikipediaUnavailable(EndpointConnectionError):
 
 class LiveWikipedia:
     mode = "live"
+    corpus_id = "live:en.wikipedia.org"
 
     def __init__(self, client: httpx.AsyncClient | None = None, api_url: str = WIKIPEDIA_API,
                  timeout_s: float = 20.0) -> None:

@@ -51,6 +51,7 @@ class Retrieval(Protocol):
     """A Wikipedia source. It is built before any rollout and never sees a row."""
 
     mode: str
+    corpus_id: str  # names the corpus (files' names and sizes, or the pooled titles) for the job identity
 
     async def search(self, query: str) -> list[tuple[str, str]]:
         """Up to SEARCH_RESULTS (title, first-sentences summary) pairs, best first."""

@@ -120,12 +120,14 @@ async def test_wiki_dir_search_and_page(tmp_path):
     assert await bench.call_tool(SPY, "wikipedia_search", {"query": "qqqzzz"}) == "No results for 'qqqzzz'."
     assert (await bench.call_tool(SPY, "wikipedia_search", {"query": "  "})).startswith("error:")
     assert (await bench.call_tool(SPY, "calculator", {"expression": "1"})).startswith("error: unknown tool")
-    assert bench.tool_environment() == {"hotpotqa_retrieval": "wiki_dir", "conformant": True}
+    env = bench.tool_environment()
+    assert env["hotpotqa_retrieval"] == "wiki_dir" and env["conformant"] is True
+    assert env["corpus"] == corpus.corpus_id and env["corpus"].startswith("wiki_dir:")
 
 
 def test_wiki_dir_is_indexed_once_and_rebuilt_when_files_change(tmp_path):
     root = write_corpus(tmp_path / "wiki")
-    WikiDirCorpus(root)
+    first = WikiDirCorpus(root)
     index = root / INDEX_DIR / INDEX_NAME
     stamp = index.stat().st_mtime_ns
     os.utime(index, ns=(stamp - 10**9, stamp - 10**9))
@@ -135,7 +137,7 @@ def test_wiki_dir_is_indexed_once_and_rebuilt_when_files_change(tmp_path):
     with bz2.open(root / "AB" / "wiki_01.bz2", "wt", encoding="utf-8") as fh:
         fh.write(json.dumps({"id": "9", "url": "u", "title": "New Page", "text": ["Fresh text here."]}) + "\n")
     corpus = WikiDirCorpus(root)
-    assert corpus.page_count == 5
+    assert corpus.page_count == 5 and corpus.corpus_id != first.corpus_id  # another corpus, another job identity
     assert not [p for p in index.parent.iterdir() if p.name.endswith(".tmp")]
 
 
@@ -185,7 +187,8 @@ async def test_live_wikipedia_search_and_page():
             assert "No page titled" in await bench.call_tool(SPY, "wikipedia_page", {"title": "Nope"})
         sent = [call.request.url.params for call in router.calls]
         assert sent[0]["list"] == "search" and sent[0]["srsearch"] == "Ed Wood"
-    assert bench.tool_environment() == {"hotpotqa_retrieval": "live", "conformant": True}
+    assert bench.tool_environment() == {"hotpotqa_retrieval": "live", "conformant": True,
+                                        "corpus": "live:en.wikipedia.org"}
 
 
 @pytest.mark.anyio
@@ -202,7 +205,8 @@ async def test_live_wikipedia_outage_is_an_infrastructure_error():
 @pytest.mark.anyio
 async def test_pooled_corpus_spans_the_data_file_and_is_non_conformant():
     bench = configure_benchmark(BENCHMARK, {"wiki_pooled": True}, str(FIXTURES / "hf"))
-    assert bench.tool_environment() == {"hotpotqa_retrieval": "pooled", "conformant": False}
+    env = bench.tool_environment()
+    assert env["hotpotqa_retrieval"] == "pooled" and env["conformant"] is False and env["corpus"].startswith("pooled:")
     pool = load_pool(str(FIXTURES / "hf"))
     titles = {str(t) for row in pool.values() for t, _ in row.gold["context"]}
     assert isinstance(bench.retrieval, PooledCorpus) and bench.retrieval.page_count == len(titles)
