@@ -135,3 +135,20 @@ def test_unusable_incumbent_record_keeps_the_baseline_score():
                       optimization_reportable=True, optimization_infra_invalid=False, incumbent_valid=True)
     assert decision.fallback_reason.startswith("invalid_record:v1")
     assert decision.baseline_score == 0.5 and decision.incumbent_score is None and decision.validation_delta is None
+
+
+def test_tool_environment_enters_the_condition_and_conformance(tmp_path):
+    class PooledLike(type(bench())):  # type: ignore[misc]
+        def tool_environment(self) -> dict:
+            return {"hotpotqa_retrieval": "pooled", "conformant": False, "corpus": "pooled:3:abc"}
+
+    fake = PooledLike(n_train=12, n_validation=20, n_test=30)
+    server = start_sim(fake)
+    try:
+        run(tmp_path / "job", server.base_url, fake=fake, method="identity")
+    finally:
+        server.stop()
+    job = read(tmp_path / "job", "job.json")
+    assert job["condition"]["tool_environment"]["hotpotqa_retrieval"] == "pooled"
+    assert job["condition"]["output_contract_version"] == 2
+    assert "tool_environment_not_conformant" in job["nonconformance_reasons"]
