@@ -77,12 +77,26 @@ def registry_key(cell: Cell) -> str:
     return cell.topology
 
 
-def source_tables(method: str, cell: Cell) -> list[int]:
-    """The grid tables (section 4) that contain (method, cell); empty = off-grid.
+def grid_tables(method: str, cell: Cell, implemented: tuple[str, ...]) -> list[int]:
+    """The grid tables this engine can claim for (method, cell); empty = off-grid.
 
-    The engine's native runtime stands in for the protocol's LangGraph column (tables 3-7); table 2's per-topology
-    native frameworks (CrewAI, AutoGen, Agents SDK) are not reproduced and never claimed.
+    Only methods the engine implements (`implemented`, from the optimizer registry) feed a table; `identity` is in
+    no table's method column but may run on any grid runtime condition (section 4), so it claims the tables of the
+    implemented methods that contain the cell. Framework: the engine's own runtime (`native` in the --cell
+    grammar) is none of table 2's frameworks (LangGraph / CrewAI / AutoGen / Agents SDK per topology), so table 2
+    is never claimed; it stands in for the LangGraph column of tables 3-7.
     """
+    searching = tuple(m for m in implemented if m in ALL_METHODS)
+    if method == "identity":
+        return sorted({t for m in searching for t in source_tables(m, cell)})
+    if method not in searching:
+        return []
+    return source_tables(method, cell)
+
+
+def source_tables(method: str, cell: Cell) -> list[int]:
+    """The grid tables (section 4) that contain (method, cell) by the protocol's definition; empty = off-grid.
+    Table 2 (native frameworks) is left out: see `grid_tables`."""
     tables: list[int] = []
     t, top, comm, n, model = cell.task, cell.topology, cell.communication, cell.team_size, cell.task_model
     single_ok = top != "single" or method in ("gepa", "mipro")

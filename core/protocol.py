@@ -87,8 +87,11 @@ def condition(
     initial_bundle_sha256: str,
     scorer_id: str,
     split_sha256: str,
+    contract_version: int = 1,
+    tool_environment: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The method-independent runtime condition; `condition_id` = its content hash."""
+    """The method-independent runtime condition; `condition_id` = its content hash. The output-contract version
+    (1 for baseline runs, 2 for jobs) and what the tools read change the requests, so both are part of it."""
     return {
         "schema": "mas-promptbench-condition/v1",
         "protocol_id": PROTOCOL_ID,
@@ -104,6 +107,8 @@ def condition(
         "scorer_id": scorer_id,
         "split_sha256": split_sha256,
         "paired_seed_schema": PAIRED_SEED_SCHEMA,
+        "output_contract_version": contract_version,
+        "tool_environment": tool_environment,
     }
 
 

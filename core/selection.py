@@ -50,18 +50,22 @@ def mean_score(records: Sequence[RolloutRecord]) -> float:
 def decide(*, ordered_ids: Sequence[str], seed_records: Sequence[RolloutRecord],
            incumbent_records: Sequence[RolloutRecord] | None, optimization_reportable: bool,
            optimization_infra_invalid: bool, incumbent_valid: bool) -> Decision:
+    """A forced fallback nulls only the incumbent score (and so the delta); the seed bundle's validation score is
+    kept whenever its own records are complete and paired."""
+    base = mean_score(seed_records) if ordered_ids and _check(seed_records, ordered_ids) is None else None
     if optimization_infra_invalid or not optimization_reportable:
-        return Decision("seed", "infrastructure_invalid_optimization", None, None)
+        return Decision("seed", "infrastructure_invalid_optimization", base, None)
     if not incumbent_valid:
-        return Decision("seed", "invalid_incumbent_bundle", None, None)
+        return Decision("seed", "invalid_incumbent_bundle", base, None)
     if not ordered_ids:
         return Decision("seed", "empty_validation", None, None)
     assert incumbent_records is not None
     for records in (seed_records, incumbent_records):
         problem = _check(records, ordered_ids)
         if problem is not None:
-            return Decision("seed", problem, None, None)
-    base, inc = mean_score(seed_records), mean_score(incumbent_records)
+            return Decision("seed", problem, base, None)
+    assert base is not None
+    inc = mean_score(incumbent_records)
     if inc > base:
         return Decision("incumbent", None, base, inc)
     return Decision("seed", "validation_tie" if inc == base else "validation_regression", base, inc)

@@ -7,6 +7,9 @@ read, which become edges).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence
 
@@ -40,3 +43,28 @@ class Topology(Protocol):
         ...
 
     async def run(self, row: Row, bundle: PromptBundle, ctx: AgentContext, bench: Benchmark) -> AgentOutput: ...
+
+
+@dataclass(frozen=True)
+class AgentScope:
+    """Which agent a tool call comes from: the rollout attempt's context object, the role and the member.
+
+    Set by the topologies around every agent's turn (`agent_scope`), read by benchmarks whose tools keep state per
+    agent (SWE: one repository clone per replica / peer, shared by the stages of a pipeline)."""
+
+    rollout: object
+    role: str
+    member: int
+
+
+CURRENT_AGENT: ContextVar[AgentScope | None] = ContextVar("mpb_current_agent", default=None)
+
+
+@contextmanager
+def agent_scope(rollout: object, role: str, member: int) -> Iterator[AgentScope]:
+    scope = AgentScope(rollout, role, member)
+    token = CURRENT_AGENT.set(scope)
+    try:
+        yield scope
+    finally:
+        CURRENT_AGENT.reset(token)

@@ -161,6 +161,8 @@ class RecordedAgentContext:
         else:
             try:
                 result, is_error = await self.tool_executor(call["name"], args), False
+            except InfrastructureError:  # a tool's backend is down (e.g. live Wikipedia): retried, never charged
+                raise
             except Exception as exc:  # a tool failure is data for the model, not a crash
                 result, is_error = f"tool error: {type(exc).__name__}: {exc}", True
         self.usage = self.usage + Usage(n_tool_calls=1)

@@ -212,7 +212,9 @@ class Runner:
                 score = self.bench.score(row, output)
         except Exception as exc:
             raise ScorerError(f"scorer raised {type(exc).__name__}: {exc}") from exc
-        return output, score, ctx.usage, anyio.current_time() - t0
+        # Native-call answers (BFCL) are tool calls the model made but nobody executes: they count as tool calls too.
+        usage = ctx.usage + Usage(n_tool_calls=len(output.tool_calls)) if output.tool_calls else ctx.usage
+        return output, score, usage, anyio.current_time() - t0
 
     async def _finish(self, spec: RolloutSpec, node_id: str, record: RolloutRecord) -> None:
         """Score annotation, terminal status mutation, ledger mutation and the replay index: one store op."""

@@ -1,8 +1,9 @@
 """What a reflection model is shown, and how its proposal is read back (shared by reflective methods).
 
-A reflective example is one scored rollout: the row's public task (never gold labels), the team's generated output
-(final answer text <= 1,200 chars head+tail, final tool calls, winner/vote summary when the topology reports one)
-and the scorer's feedback text. Proposals are taken from the LAST ``` fenced block of the reply (the GEPA
+A reflective example is one scored rollout, as protocol-v1 section 8.1 lists it: the row's public task (never gold
+labels; LCB inputs compacted: problem 7,000 chars head+tail, starter code 3,000, hidden tests replaced by a
+count), the generated outputs (the team's final answer, its final tool calls, the vote summary when the topology
+voted, and <= 1,200 chars head+tail of the reflected role's own output) and the scorer's feedback text. Proposals are taken from the LAST ``` fenced block of the reply (the GEPA
 convention); a reply without one yields no proposal.
 """
 
@@ -17,6 +18,7 @@ from core.models import RolloutRecord, Row
 
 OUTPUT_CHARS = 1200
 INPUT_CHARS = 7000
+STARTER_CHARS = 3000
 _FENCE_RE = re.compile(r"```[^\n`]*\n(.*?)```", re.DOTALL)
 
 
@@ -38,8 +40,22 @@ def last_fenced_block(reply: str) -> str | None:
     return text or None
 
 
+def lcb_task_text(row: Row) -> str:
+    """Section 8.1's LCB compaction: problem head+tail 7,000 chars, starter code 3,000, hidden tests as a count."""
+    task = row.task
+    hidden = row.gold.get("private_tests") if isinstance(row.gold, dict) else None
+    parts = [f"title: {task.get('question_title', '')}", f"mode: {task.get('mode', '')}",
+             "problem:\n" + head_tail(str(task.get("question_content", "")), INPUT_CHARS)]
+    if task.get("starter_code"):
+        parts.append("starter code:\n" + head_tail(str(task["starter_code"]), STARTER_CHARS))
+    parts.append(f"hidden tests: {len(hidden) if isinstance(hidden, list) else 0} (not shown)")
+    return "\n".join(parts)
+
+
 def task_text(row: Row) -> str:
     """The public task of a row as the model-facing text (a single string field verbatim, else canonical JSON)."""
+    if row.dataset == "lcb":
+        return lcb_task_text(row)
     if len(row.task) == 1:
         (value,) = row.task.values()
         if isinstance(value, str):
@@ -47,30 +63,43 @@ def task_text(row: Row) -> str:
     return head_tail(json.dumps(row.task, sort_keys=True, ensure_ascii=False, default=str), INPUT_CHARS)
 
 
-def output_text(record: RolloutRecord) -> str:
+def vote_text(vote: dict[str, Any]) -> str:
+    """The topology's vote record (core.voting.VoteResult.summary) as one line."""
+    buckets = "; ".join(f"{b.get('key')!r}: members {b.get('members')}" for b in vote.get("buckets", []))
+    return (f"vote summary: winner {vote.get('winner_key')!r} (member {vote.get('selected_member')} selected of "
+            f"{vote.get('n_members')}); buckets {buckets or 'none'}; abstained {vote.get('abstentions', [])}"
+            + ("; tie broken by lowest member" if vote.get("tie") else ""))
+
+
+def output_text(record: RolloutRecord, role: str | None = None) -> str:
     out = record.final_output
     if out is None:
         return f"(no output: {record.error or record.status.value})"
     parts = []
     if out.text:
-        parts.append(head_tail(out.text, OUTPUT_CHARS))
+        parts.append("final answer:\n" + head_tail(out.text, OUTPUT_CHARS))
     if out.tool_calls:
         parts.append("tool calls: " + head_tail(json.dumps(list(out.tool_calls), sort_keys=True, default=str),
                                                 OUTPUT_CHARS))
-    summary = {k: out.metadata[k] for k in ("winner", "votes", "vote_summary") if k in out.metadata}
-    if summary:
-        parts.append("team summary: " + json.dumps(summary, sort_keys=True, default=str))
+    vote = out.metadata.get("vote")
+    if isinstance(vote, dict):
+        parts.append(vote_text(vote))
+    own = out.metadata.get("role_outputs", {})
+    if role is not None and isinstance(own, dict) and role in own:
+        parts.append(f"output of the '{role}' agent:\n" + head_tail(str(own[role] or "(empty)"), OUTPUT_CHARS))
     return "\n".join(parts) or "(empty output)"
 
 
-def reflective_examples(rows: Sequence[Row], records: Sequence[RolloutRecord]) -> list[dict[str, Any]]:
-    """One example per usable scored record (budget-exhausted and infrastructure rows carry no signal)."""
+def reflective_examples(rows: Sequence[Row], records: Sequence[RolloutRecord],
+                        role: str | None = None) -> list[dict[str, Any]]:
+    """One example per usable scored record (budget-exhausted and infrastructure rows carry no signal); with
+    `role`, the examples show that role's own output."""
     by_id = {r.id: r for r in rows}
     examples = []
     for rec in records:
         if not rec.usable or rec.example_id not in by_id:
             continue
-        examples.append({"inputs": task_text(by_id[rec.example_id]), "generated_outputs": output_text(rec),
+        examples.append({"inputs": task_text(by_id[rec.example_id]), "generated_outputs": output_text(rec, role),
                          "score": rec.score, "feedback": rec.feedback or ""})
     return examples
 

@@ -9,7 +9,10 @@ contains TERMINATE or when the turn cap (every agent chat call counts) is reache
 a tool call nor TERMINATE gets a short nudge and the manager goes again.
 
 The manager and the answer-producing workers carry the output contract. The answer is the manager's final
-message (TERMINATE stripped); if it has no gold-free answer key, the latest answering message that has one.
+message (TERMINATE stripped) and nothing else (section 2): when it holds no answer, the rollout is a semantic
+failure (`no_valid_answer`); a worker's answer is never promoted in its place.
+ToolHop and API-Bank (team spec mode `report_round`) have no delegation loop: each worker runs once, then the
+manager reads the reports and answers (topologies/report_round.py).
 A delegate call naming a worker that does not exist is answered with an error tool result and noted in the
 output metadata (`invalid_delegations`); it never crashes the rollout.
 """
@@ -21,10 +24,12 @@ from typing import Any
 
 from core.benchmark import Benchmark
 from core.communication import CommunicationLog
+from core.contracts import ContractPolicy
 from core.models import AgentOutput, PromptBundle, Row
-from core.topology import AgentContext
-from topologies.messages import (NATIVE_CALL_ANSWER, assistant_message, call_arguments, editable, react,
-                                 system_prompt, tool_message)
+from core.topology import AgentContext, agent_scope
+from topologies.messages import (NATIVE_CALL_ANSWER, assistant_message, call_arguments, editable, finish_output,
+                                 react, system_prompt, tool_message, tools_for)
+from topologies.report_round import report_round
 from topologies.teams import CentralizedTeam, Worker, check_team_size, team_spec
 
 TERMINATE = "TERMINATE"
@@ -70,9 +75,10 @@ def worker_view(task: str, shared: list[tuple[str, str]], worker: str, instructi
 class Centralized:
     name = "centralized"
 
-    def __init__(self, team_size: int = 4, communication: str = "freeform"):
+    def __init__(self, team_size: int = 4, communication: str = "freeform", contract_version: int = 1):
         self.team_size = check_team_size(self.name, team_size)
         self.communication = communication
+        self.policy = ContractPolicy(contract_version)
         CommunicationLog(communication, "")
 
     def roles(self, task: str, team_size: int) -> list[str]:
@@ -84,20 +90,24 @@ class Centralized:
         workers = {w.name: w for w in team.workers}
         comm = CommunicationLog(self.communication, bench.name, rerender=bench.name not in NO_RERENDER)
         task = bench.render_task(row)
-        native = [] if bench.name in NATIVE_CALL_ANSWER else bench.native_tools(row)
+        native = [] if bench.name in NATIVE_CALL_ANSWER else tools_for(bench, row, self.name)
+        if team.mode == "report_round":  # section 2.4: ToolHop / API-Bank have no delegation loop
+            output, outputs = await report_round(team, row, bundle, ctx, bench, comm, self.policy, native)
+            output = output.model_copy(update={"metadata": {**output.metadata, "role_outputs": outputs}})
+            return await finish_output(bench, row, ctx, output)
         manager_tools = [delegate_tool(w) for w in team.workers] + (native if team.manager_tools else [])
         manager = team.manager
         manager_system = system_prompt(editable(bundle, manager), answering=True, bench=bench, comm=comm,
-                                       extension=manager_extension(team))
+                                       extension=manager_extension(team), role=manager, policy=self.policy)
         conversation: list[dict[str, Any]] = [
             {"role": "system", "content": manager_system},
             {"role": "user", "content": task},
         ]
         shared: list[tuple[str, str]] = []  # what workers see, besides the task
         shared_nodes: list[str] = []
-        answers: list[tuple[str, str]] = []  # (agent, text) of answering messages, in order
         delegations: list[str] = []
         invalid: list[dict[str, Any]] = []
+        role_outputs: dict[str, str | None] = {}  # each agent's latest message (the manager's: its final one)
         turns, stop = 0, "turn_cap"
         reads: tuple[str, ...] = ()
         manager_text: str | None = None
@@ -113,7 +123,6 @@ class Centralized:
                 shared_nodes.append(reply.node_id)
             if TERMINATE in (reply.content or "") or not reply.tool_calls:
                 comm.report(f"{manager}.0", final)
-                answers.append((manager, final or ""))
             if TERMINATE in (reply.content or ""):
                 stop = "terminate"
                 break
@@ -138,7 +147,8 @@ class Centralized:
                     else:
                         chosen = (workers[target], call)
                 else:
-                    result = await ctx.call_tool(role=manager, member=0, node_id=reply.node_id, call=call)
+                    with agent_scope(ctx, manager, 0):
+                        result = await ctx.call_tool(role=manager, member=0, node_id=reply.node_id, call=call)
                     last_tool_result = result
                 results.append((call, result))
             reads = (reply.node_id,)
@@ -156,7 +166,8 @@ class Centralized:
                 shared_nodes.append(reply.node_id)
                 messages: list[dict[str, Any]] = [
                     {"role": "system", "content": system_prompt(editable(bundle, worker.name),
-                                                                answering=worker.answers, bench=bench, comm=comm)},
+                                                                answering=worker.answers, bench=bench, comm=comm,
+                                                                role=worker.name, policy=self.policy)},
                     {"role": "user", "content": worker_view(task, shared, worker.name, instruction)},
                 ]
                 turn = await react(ctx, role=worker.name, member=0, messages=messages,
@@ -166,8 +177,7 @@ class Centralized:
                 if turn.last_tool_result is not None:
                     last_tool_result = turn.last_tool_result
                 comm.report(f"{worker.name}.0", turn.text)
-                if worker.answers:
-                    answers.append((worker.name, turn.text or ""))
+                role_outputs[worker.name] = turn.text
                 rendered = comm.handoff(worker.name, turn.text)
                 shared.append((f"manager -> {worker.name}", instruction))
                 shared.append((worker.name, rendered))
@@ -176,21 +186,18 @@ class Centralized:
                 reads = (reply.node_id, turn.node_id)
             for call, result in results:
                 conversation.append(tool_message(call, result or ""))
-        output = self._output(row, bench, team, strip_terminate(manager_text), answers, turns, stop, delegations,
+        role_outputs[manager] = strip_terminate(manager_text)
+        output = self._output(row, bench, team, strip_terminate(manager_text), turns, stop, delegations,
                               invalid, comm)
-        if last_tool_result is None:
-            return output
-        return output.model_copy(update={"metadata": {**output.metadata, "last_tool_result": last_tool_result}})
+        output = output.model_copy(update={"metadata": {**output.metadata, "role_outputs": role_outputs}})
+        if last_tool_result is not None:
+            output = output.model_copy(update={"metadata": {**output.metadata, "last_tool_result": last_tool_result}})
+        return await finish_output(bench, row, ctx, output)
 
-    def _output(self, row: Row, bench: Benchmark, team: CentralizedTeam, final: str | None,
-                answers: list[tuple[str, str]], turns: int, stop: str, delegations: list[str],
-                invalid: list[dict[str, Any]], comm: CommunicationLog) -> AgentOutput:
+    def _output(self, row: Row, bench: Benchmark, team: CentralizedTeam, final: str | None, turns: int,
+                stop: str, delegations: list[str], invalid: list[dict[str, Any]],
+                comm: CommunicationLog) -> AgentOutput:
         text, source = final, team.manager
-        if bench.vote_key(row, AgentOutput(text=final)) is None:
-            for agent, candidate in reversed(answers):
-                if bench.vote_key(row, AgentOutput(text=candidate)) is not None:
-                    text, source = candidate, agent
-                    break
         metadata: dict[str, Any] = {
             "team_size": self.team_size, "manager": team.manager, "workers": [w.name for w in team.workers],
             "turns": turns, "max_turns": team.max_turns, "stop": stop, "delegations": delegations,

@@ -15,10 +15,12 @@ import anyio
 
 from core.benchmark import Benchmark
 from core.communication import CommunicationLog
+from core.contracts import ContractPolicy
 from core.models import AgentOutput, PromptBundle, Row
 from core.topology import AgentContext
 from core.voting import majority_vote
-from topologies.messages import NATIVE_CALL_ANSWER, AgentTurn, editable, react, system_prompt
+from topologies.messages import (NATIVE_CALL_ANSWER, AgentTurn, editable, finish_output, react, system_prompt,
+                                 tools_for)
 from topologies.teams import check_team_size, team_spec
 
 PROMPT_ONLY = frozenset({"swe", "bfcl"})  # the format is a prompt contract only (no hand-off re-rendering)
@@ -36,9 +38,11 @@ def peers_message(round_index: int, answers: list[tuple[int, str]]) -> str:
 class Decentralized:
     name = "decentralized"
 
-    def __init__(self, team_size: int = 4, communication: str = "freeform", rounds: int | None = None):
+    def __init__(self, team_size: int = 4, communication: str = "freeform", rounds: int | None = None,
+                 contract_version: int = 1):
         self.team_size = check_team_size(self.name, team_size)
         self.communication = communication
+        self.policy = ContractPolicy(contract_version)
         self.rounds = rounds
         CommunicationLog(communication, "")
 
@@ -51,9 +55,10 @@ class Decentralized:
         rounds = self.rounds if self.rounds is not None else spec.rounds()
         n = self.team_size
         comm = CommunicationLog(self.communication, bench.name, rerender=bench.name not in PROMPT_ONLY)
-        system = system_prompt(editable(bundle, role), answering=True, bench=bench, comm=comm)
+        system = system_prompt(editable(bundle, role), answering=True, bench=bench, comm=comm, role=role,
+                               policy=self.policy)
         task = bench.render_task(row)
-        tools = [] if bench.name in NATIVE_CALL_ANSWER else bench.native_tools(row)
+        tools = [] if bench.name in NATIVE_CALL_ANSWER else tools_for(bench, row, self.name)
         limit = spec.debate_step_limit() if tools else 1
         conversations: list[list[dict[str, Any]]] = [
             [{"role": "system", "content": system}, {"role": "user", "content": task}] for _ in range(n)]
@@ -82,10 +87,13 @@ class Decentralized:
                 if turn.last_tool_result is not None:
                     last_tool_result[member] = turn.last_tool_result
 
-        outputs = [AgentOutput(text=t.text, selected_member=m) for m, t in enumerate(previous)]
+        # each peer's artifact is final before the vote (SWE: its own checkout's diff)
+        outputs = [await finish_output(bench, row, ctx, AgentOutput(text=t.text, selected_member=m))
+                   for m, t in enumerate(previous)]
         vote = majority_vote([bench.vote_key(row, o) for o in outputs])
         chosen = outputs[vote.selected]
-        metadata: dict[str, Any] = {"team_size": n, "rounds": rounds, "vote": vote.summary(), **comm.metadata()}
+        metadata: dict[str, Any] = {"team_size": n, "rounds": rounds, "vote": vote.summary(), **comm.metadata(),
+                                    "role_outputs": {role: chosen.text}}
         if last_tool_result[vote.selected] is not None:
             metadata["last_tool_result"] = last_tool_result[vote.selected]
-        return AgentOutput(text=chosen.text, selected_member=vote.selected, metadata=metadata)
+        return chosen.model_copy(update={"metadata": {**chosen.metadata, **metadata}})

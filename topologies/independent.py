@@ -9,25 +9,29 @@ contract only (there are no hand-offs).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import anyio
 
 from core.benchmark import Benchmark
 from core.communication import CommunicationLog
+from core.contracts import ContractPolicy
 from core.models import AgentOutput, PromptBundle, Row
 from core.topology import AgentContext
 from core.voting import majority_vote
-from topologies.messages import NATIVE_CALL_ANSWER, AgentTurn, editable, react, system_prompt
+from topologies.messages import (NATIVE_CALL_ANSWER, AgentTurn, editable, finish_output, react, system_prompt,
+                                 tools_for)
 from topologies.teams import check_team_size, team_spec
 
 
 class Independent:
     name = "independent"
 
-    def __init__(self, team_size: int = 4, communication: str = "freeform"):
+    def __init__(self, team_size: int = 4, communication: str = "freeform", contract_version: int = 1):
         self.team_size = check_team_size(self.name, team_size)
         self.communication = communication
+        self.policy = ContractPolicy(contract_version)
         CommunicationLog(communication, "")  # validates the format name early
 
     def roles(self, task: str, team_size: int) -> list[str]:
@@ -37,35 +41,48 @@ class Independent:
         spec = team_spec(bench.name)
         role = spec.independent_role()
         comm = CommunicationLog(self.communication, bench.name, rerender=False)
-        system = system_prompt(editable(bundle, role), answering=True, bench=bench, comm=comm)
+        system = system_prompt(editable(bundle, role), answering=True, bench=bench, comm=comm, role=role,
+                               policy=self.policy)
         task = bench.render_task(row)
-        tools = bench.native_tools(row)
+        tools = tools_for(bench, row, self.name)
         native = bench.name in NATIVE_CALL_ANSWER
         limit = spec.independent_step_limit()
         turns: list[AgentTurn | None] = [None] * self.team_size
+        cap = getattr(bench, "independent_wall_clock_s", None)
 
         async def replica(member: int) -> None:
             messages: list[dict[str, Any]] = [{"role": "system", "content": system},
                                               {"role": "user", "content": task}]
-            turns[member] = await react(ctx, role=role, member=member, messages=messages, tools=tools, reads=(),
-                                        max_steps=limit, native_call_answer=native)
+            with anyio.move_on_after(float(cap) if cap else math.inf):
+                turns[member] = await react(ctx, role=role, member=member, messages=messages, tools=tools,
+                                            reads=(), max_steps=limit, native_call_answer=native)
 
         async with anyio.create_task_group() as tg:
             for member in range(self.team_size):
                 tg.start_soon(replica, member)
 
-        done = [t for t in turns if t is not None]
-        outputs = [AgentOutput(text=t.text, tool_calls=t.tool_calls, selected_member=i) for i, t in enumerate(done)]
-        for i, t in enumerate(done):
-            comm.report(f"{role}.{i}", t.text)
-        vote = majority_vote([bench.vote_key(row, o) for o in outputs])
+        # A replica past its wall-clock cap abstains (no output); members keep their indices.
+        outputs = [AgentOutput(text=None if t is None else t.text, tool_calls=() if t is None else t.tool_calls,
+                               selected_member=i) for i, t in enumerate(turns)]
+        for i, t in enumerate(turns):
+            comm.report(f"{role}.{i}", None if t is None else t.text)
+        # each member's artifact is final before the vote (SWE: its own checkout's diff)
+        outputs = [await finish_output(bench, row, ctx, o) for o in outputs]
+        keys = [None if t is None else bench.vote_key(row, o) for t, o in zip(turns, outputs)]
+        vote = majority_vote(keys)
         chosen = outputs[vote.selected]
         metadata: dict[str, Any] = {"team_size": self.team_size, "vote": vote.summary(),
                                     **comm.metadata()}
-        if done[vote.selected].last_tool_result is not None:
-            metadata["last_tool_result"] = done[vote.selected].last_tool_result
-        stopped = [i for i, t in enumerate(done) if t.stop]
+        metadata["role_outputs"] = {role: chosen.text}  # the shared role's output = the selected replica's
+        if cap:
+            metadata["wall_clock_cap_s"] = float(cap)
+        timed_out = [i for i, t in enumerate(turns) if t is None]
+        if timed_out:
+            metadata["timed_out_members"] = timed_out
+        selected_turn = turns[vote.selected]
+        if selected_turn is not None and selected_turn.last_tool_result is not None:
+            metadata["last_tool_result"] = selected_turn.last_tool_result
+        stopped = [i for i, t in enumerate(turns) if t is not None and t.stop]
         if stopped:
             metadata["step_limit_members"] = stopped
-        return AgentOutput(text=chosen.text, tool_calls=chosen.tool_calls, selected_member=vote.selected,
-                           metadata=metadata)
+        return chosen.model_copy(update={"metadata": {**chosen.metadata, **metadata}})

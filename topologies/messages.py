@@ -9,10 +9,10 @@ from typing import Any
 
 from core.benchmark import Benchmark
 from core.communication import CommunicationLog
-from core.contracts import wrap_answering_prompt
+from core.contracts import ContractPolicy, nudge_only, wrap_answering_prompt
 from core.errors import ContractError
-from core.models import PromptBundle
-from core.topology import AgentContext
+from core.models import AgentOutput, PromptBundle, Row
+from core.topology import AgentContext, agent_scope
 
 # Datasets whose Single/Independent answer is the native tool calls of the first message that makes any
 # (BFCL); the other topologies answer those datasets through the text contract and offer no native tools.
@@ -28,10 +28,16 @@ def editable(bundle: PromptBundle, role: str) -> str:
 
 
 def system_prompt(editable: str, *, answering: bool, bench: Benchmark, comm: CommunicationLog,
-                  extension: str = "") -> str:
-    """Editable text, wrapped with the protected contract for answering roles, then the topology's extension
-    and the communication-format contract, both outside the editable text."""
-    text = wrap_answering_prompt(editable, bench.contract(1)) if answering else editable.strip()
+                  extension: str = "", role: str = "", policy: ContractPolicy = ContractPolicy()) -> str:
+    """Editable text, wrapped with the protected contract (version per `policy`, with the dataset's format note
+    and, in jobs, its format nudge) for answering roles, then the topology's extension and the
+    communication-format contract, all outside the editable text."""
+    nudge = policy.nudge_for(bench, role, answering)
+    if answering:
+        text = wrap_answering_prompt(editable, bench.contract(policy.version), version=policy.version,
+                                     note=policy.note_for(bench, answering), nudge=nudge)
+    else:
+        text = nudge_only(editable, nudge)
     if extension:
         text = f"{text}\n\n{extension.strip()}"
     return comm.system_prompt(text)
@@ -91,6 +97,14 @@ async def react(ctx: AgentContext, *, role: str, member: int, messages: list[dic
     call reads the previous one."""
     if max_steps < 1:
         raise ValueError("an agent turn needs at least one step")
+    with agent_scope(ctx, role, member):
+        return await _react(ctx, role=role, member=member, messages=messages, tools=tools, reads=reads,
+                            max_steps=max_steps, native_call_answer=native_call_answer)
+
+
+async def _react(ctx: AgentContext, *, role: str, member: int, messages: list[dict[str, Any]],
+                 tools: Sequence[dict[str, Any]] | None, reads: Sequence[str], max_steps: int,
+                 native_call_answer: bool) -> AgentTurn:
     current = tuple(reads)
     nodes: list[str] = []
     text: str | None = None
@@ -115,3 +129,24 @@ async def react(ctx: AgentContext, *, role: str, member: int, messages: list[dic
             messages.append(tool_message(call, result))
     return AgentTurn(text=text, tool_calls=(), node_id=nodes[-1], nodes=tuple(nodes), stop="step_limit",
                      last_tool_result=last_result)
+
+
+def tools_for(bench: Benchmark, row: Row, topology: str) -> list[dict[str, Any]]:
+    """The dataset's native tools, narrowed to the set it declares for this topology (`topology_tools`, e.g.
+    SWE: file_write for Single/Independent, str_replace for the others); all of them when it declares none."""
+    tools = bench.native_tools(row)
+    allowed = (getattr(bench, "topology_tools", None) or {}).get(topology)
+    if allowed is None:
+        return tools
+    return [t for t in tools if t.get("function", {}).get("name") in allowed]
+
+
+async def finish_output(bench: Benchmark, row: Row, ctx: AgentContext, output: AgentOutput) -> AgentOutput:
+    """The benchmark's last word on a rollout's output (`finish_output`, e.g. SWE: the selected member's
+    `git diff HEAD`), run in the selected member's agent scope; unchanged for other datasets."""
+    finish = getattr(bench, "finish_output", None)
+    if finish is None:
+        return output
+    with agent_scope(ctx, "", output.selected_member or 0):
+        result: AgentOutput = await finish(row, output)
+    return result

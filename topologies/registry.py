@@ -21,9 +21,11 @@ TOPOLOGIES: dict[str, type] = {
 MULTI_AGENT_DEFAULT_SIZE = 4
 
 
-def get_topology(name: str, team_size: int | None = None, communication: str = "freeform") -> Topology:
+def get_topology(name: str, team_size: int | None = None, communication: str = "freeform",
+                 contract_version: int = 1) -> Topology:
     """The topology `name` for a team size (None = the topology's default: 1 for single, 4 otherwise) and a
-    communication format. Single accepts only team size 1 and freeform."""
+    communication format. Single accepts only team size 1 and freeform. `contract_version`: 1 for baseline runs,
+    2 for jobs (core.contracts)."""
     try:
         cls = TOPOLOGIES[name]
     except KeyError:
@@ -33,7 +35,7 @@ def get_topology(name: str, team_size: int | None = None, communication: str = "
     if cls is Single:
         if team_size not in (None, 1) or communication != "freeform":
             raise UsageError("topology single runs one agent with the freeform format (team_size 1)")
-        return Single()
+        return Single(contract_version=contract_version)
     topology: Topology = cls(team_size=MULTI_AGENT_DEFAULT_SIZE if team_size is None else team_size,
-                             communication=communication)
+                             communication=communication, contract_version=contract_version)
     return topology

@@ -12,9 +12,10 @@ from typing import Any
 
 from core.benchmark import Benchmark
 from core.communication import CommunicationLog
+from core.contracts import ContractPolicy
 from core.models import AgentOutput, PromptBundle, Row
 from core.topology import AgentContext
-from topologies.messages import NATIVE_CALL_ANSWER, editable, react, system_prompt
+from topologies.messages import NATIVE_CALL_ANSWER, editable, finish_output, react, system_prompt, tools_for
 from topologies.teams import check_team_size, team_spec
 
 PRIOR_STAGE = "PRIOR STAGE"
@@ -30,9 +31,10 @@ def stage_message(template_text: str, prior: list[tuple[str, str]]) -> str:
 class Sequential:
     name = "sequential"
 
-    def __init__(self, team_size: int = 4, communication: str = "freeform"):
+    def __init__(self, team_size: int = 4, communication: str = "freeform", contract_version: int = 1):
         self.team_size = check_team_size(self.name, team_size)
         self.communication = communication
+        self.policy = ContractPolicy(contract_version)
         CommunicationLog(communication, "")
 
     def roles(self, task: str, team_size: int) -> list[str]:
@@ -43,9 +45,10 @@ class Sequential:
         stages = spec.stages(self.team_size)
         comm = CommunicationLog(self.communication, bench.name, rerender=bench.name not in NO_RERENDER)
         task = bench.render_task(row)
-        native_tools = [] if bench.name in NATIVE_CALL_ANSWER else bench.native_tools(row)
+        native_tools = [] if bench.name in NATIVE_CALL_ANSWER else tools_for(bench, row, self.name)
         limit = spec.stage_step_limit()
         prior: list[tuple[str, str]] = []
+        role_outputs: dict[str, str | None] = {}
         nodes: list[str] = []
         text: str | None = None
         step_limited: list[str] = []
@@ -54,7 +57,8 @@ class Sequential:
             last = index == len(stages) - 1
             messages: list[dict[str, Any]] = [
                 {"role": "system", "content": system_prompt(editable(bundle, stage.role), answering=last,
-                                                            bench=bench, comm=comm)},
+                                                            bench=bench, comm=comm, role=stage.role,
+                                                            policy=self.policy)},
                 {"role": "user", "content": stage_message(stage.user_message(task), prior)},
             ]
             turn = await react(ctx, role=stage.role, member=0, messages=messages,
@@ -64,15 +68,17 @@ class Sequential:
             if turn.stop:
                 step_limited.append(stage.role)
             text = turn.text
+            role_outputs[stage.role] = turn.text
             nodes.append(turn.node_id)
             if turn.last_tool_result is not None:
                 last_tool_result = turn.last_tool_result
             if not last:
                 prior.append((stage.role, comm.handoff(stage.role, turn.text)))
         metadata: dict[str, Any] = {"team_size": self.team_size, "stages": [s.role for s in stages],
-                                    **comm.metadata()}
+                                    **comm.metadata(), "role_outputs": role_outputs}
         if step_limited:
             metadata["step_limit_stages"] = step_limited
         if last_tool_result is not None:
             metadata["last_tool_result"] = last_tool_result
-        return AgentOutput(text=text, selected_member=0, metadata=metadata)
+        output = AgentOutput(text=text, selected_member=0, metadata=metadata)
+        return await finish_output(bench, row, ctx, output)

@@ -1,67 +1,78 @@
 """Single: one solver agent in a ReAct loop with the dataset's tools (protocol-v1 section 2.1).
 
-The loop ends when the model answers without a tool call or at the step limit (25; 100 for SWE). For datasets
-whose answer is native tool calls (BFCL), the answer is the tool calls of the first model message that has any.
+The loop ends when the model answers without a tool call or at its limit. The protocol's LangGraph ReAct agent has
+a recursion limit of 25 graph steps (100 for SWE; `single_recursion_limit`), and every model call but the last
+is followed by a tool step, so it allows ceil(limit / 2) model calls: 13 (50 for SWE) - the same reading the team
+specs use for the multi-agent recursion limits (HotpotQA independent 20 -> 10 calls). Plain loops declare model
+calls directly (`single_step_limit`: ToolHop 9 turns, API-Bank 1 call). A benchmark that
+declares an `answer_request` (ToolHop: "If no `<answer>` tag, one extra short call asks for it") gets exactly
+one more request when the final message lacks its `answer_marker`. For datasets whose answer is native tool
+calls (BFCL), the answer is the tool calls of the first model message that has any.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from core.benchmark import Benchmark
-from core.contracts import wrap_answering_prompt
+from core.contracts import ContractPolicy, wrap_answering_prompt
 from core.models import AgentOutput, PromptBundle, Row
 from core.topology import AgentContext
+from topologies.messages import NATIVE_CALL_ANSWER, finish_output, react, tools_for
 
-NATIVE_CALL_ANSWER = frozenset({"bfcl"})
-STEP_LIMITS = {"swe": 100}
-DEFAULT_STEP_LIMIT = 25
+RECURSION_LIMIT = 25
+ROLE = "solver"
+
+
+def step_limit(bench: Benchmark) -> int:
+    """Model calls the Single loop may make for this dataset."""
+    declared = getattr(bench, "single_step_limit", None)
+    if declared is not None:
+        return int(declared)
+    return (int(getattr(bench, "single_recursion_limit", RECURSION_LIMIT)) + 1) // 2
+
+
+def answer_request(bench: Benchmark, text: str | None) -> str | None:
+    """The extra request's text when the benchmark asks for one and `text` lacks the answer marker."""
+    request = getattr(bench, "answer_request", None)
+    marker = getattr(bench, "answer_marker", None)
+    if not request or not marker or marker in (text or ""):
+        return None
+    return str(request)
 
 
 class Single:
     name = "single"
 
+    def __init__(self, contract_version: int = 1) -> None:
+        self.policy = ContractPolicy(contract_version)
+
     def roles(self, task: str, team_size: int) -> list[str]:
-        return ["solver"]
+        return [ROLE]
 
     async def run(self, row: Row, bundle: PromptBundle, ctx: AgentContext, bench: Benchmark) -> AgentOutput:
-        system = wrap_answering_prompt(bundle.roles["solver"], bench.contract(1))
+        system = wrap_answering_prompt(bundle.roles[ROLE], bench.contract(self.policy.version),
+                                       version=self.policy.version, note=self.policy.note_for(bench, True),
+                                       nudge=self.policy.nudge_for(bench, ROLE, True))
         messages: list[dict[str, Any]] = [{"role": "system", "content": system},
                                           {"role": "user", "content": bench.render_task(row)}]
-        tools = bench.native_tools(row)
-        limit = STEP_LIMITS.get(bench.name, DEFAULT_STEP_LIMIT)
-        last_text: str | None = None
-        last_tool_result: str | None = None
-        reads: tuple[str, ...] = ()
-        for _ in range(limit):
-            reply = await ctx.chat(role="solver", member=0, messages=messages, tools=tools or None, reads=reads)
-            reads = (reply.node_id,)
-            last_text = reply.content
-            if not reply.tool_calls:
-                meta = {} if last_tool_result is None else {"last_tool_result": last_tool_result}
-                return AgentOutput(text=reply.content, selected_member=0, metadata=meta)
-            if bench.name in NATIVE_CALL_ANSWER:
-                return AgentOutput(text=reply.content, tool_calls=reply.tool_calls, selected_member=0)
-            messages.append(_assistant_message(reply.content, reply.tool_calls))
-            for call in reply.tool_calls:
-                result = await ctx.call_tool(role="solver", member=0, node_id=reply.node_id, call=call)
-                last_tool_result = result
-                messages.append({"role": "tool", "tool_call_id": call.get("id") or call["name"], "content": result})
-        stop_meta: dict[str, Any] = {"stop": "step_limit", "step_limit": limit}
-        if last_tool_result is not None:
-            stop_meta["last_tool_result"] = last_tool_result
-        return AgentOutput(text=last_text, selected_member=0, metadata=stop_meta)
-
-
-def _assistant_message(content: str | None, calls: tuple[dict[str, Any], ...]) -> dict[str, Any]:
-    return {
-        "role": "assistant",
-        "content": content,
-        "tool_calls": [
-            {"id": c.get("id") or c["name"], "type": "function",
-             "function": {"name": c["name"], "arguments": c["arguments"] if isinstance(c["arguments"], str)
-                          else json.dumps(c["arguments"])}}
-            for c in calls
-        ],
-    }
+        tools = tools_for(bench, row, self.name)
+        limit = step_limit(bench)
+        native = bench.name in NATIVE_CALL_ANSWER
+        turn = await react(ctx, role=ROLE, member=0, messages=messages, tools=tools or None, reads=(),
+                           max_steps=limit, native_call_answer=native)
+        meta: dict[str, Any] = {}
+        if turn.last_tool_result is not None:
+            meta["last_tool_result"] = turn.last_tool_result
+        if turn.stop:
+            meta.update({"stop": "step_limit", "step_limit": limit})
+        text = turn.text
+        request = None if native else answer_request(bench, text)
+        if request is not None:
+            messages.append({"role": "user", "content": request})
+            reply = await ctx.chat(role=ROLE, member=0, messages=messages, tools=None, reads=(turn.node_id,))
+            text = reply.content
+            meta["answer_request"] = True
+        meta["role_outputs"] = {ROLE: text}
+        output = AgentOutput(text=text, tool_calls=turn.tool_calls, selected_member=0, metadata=meta)
+        return await finish_output(bench, row, ctx, output)

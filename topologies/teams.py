@@ -8,7 +8,7 @@ Schema of one file (every text is sent to the model verbatim):
      "sequential":    {"step_limit": 25,
                        "stages": {"<role>": {"tools": bool, "task": "... {question} ..."}, ...},
                        "sizes": {"2": ["<role>", ...], "4": [...], "8": [...], "10": [...]}},
-     "centralized":   {"manager_tools": bool, "worker_step_limit": 15,
+     "centralized":   {"mode": "delegation" | "report_round", "manager_tools": bool, "worker_step_limit": 15,
                        "workers": {"<worker>": {"tools": bool, "answers": bool, "description": "..."}, ...},
                        "sizes": {"<n>": {"manager": "manager", "max_turns": 16, "workers": ["<worker>", ...]}}}}
 
@@ -56,6 +56,7 @@ class CentralizedTeam:
     max_turns: int
     manager_tools: bool
     worker_step_limit: int
+    mode: str = "delegation"  # "report_round": each worker once, then one manager answer (ToolHop, API-Bank)
 
 
 @dataclass(frozen=True)
@@ -107,7 +108,8 @@ class TeamSpec:
                                description=str(defs[w]["description"])) for w in size["workers"])
         return CentralizedTeam(manager=str(size["manager"]), workers=workers, max_turns=int(size["max_turns"]),
                                manager_tools=bool(section.get("manager_tools", True)),
-                               worker_step_limit=int(section.get("worker_step_limit", 15)))
+                               worker_step_limit=int(section.get("worker_step_limit", 15)),
+                               mode=str(section.get("mode", "delegation")))
 
 
 @lru_cache(maxsize=None)

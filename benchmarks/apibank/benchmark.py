@@ -51,6 +51,7 @@ class ApiBankBenchmark:
     name = "apibank"
     answer_format = "one bracketed call [ApiName(key='value', ...)]"
     failure_modes = FAILURE_MODES
+    single_step_limit = 1  # section 2.1: API-Bank Single is one model call
 
     def __init__(self, root: str | None = None, toolsearcher_embedder: Embedder | None = None) -> None:
         self.root = root

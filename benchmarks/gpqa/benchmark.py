@@ -36,6 +36,7 @@ class GpqaBenchmark:
     name = "gpqa"
     answer_format = "a final line 'Answer: X' with X in A-D"
     failure_modes = FAILURE_MODES
+    independent_wall_clock_s = 120.0  # section 2.2: per-row wall-clock cap of an Independent replica
 
     def __init__(self, shuffle_seed: int = 0) -> None:
         self.shuffle_seed = shuffle_seed

@@ -7,8 +7,10 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from benchmarks.hotpotqa import loader, wiki
+from benchmarks.hotpotqa.corpus import PooledCorpus, WikiDirCorpus
 from benchmarks.hotpotqa.scoring import extract_answer, normalize_answer, score_answer, score_f1
 from core.benchmark import FailureMode, SimReply, Splits
+from core.errors import UsageError
 from core.models import AgentOutput, Row, Score
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -20,6 +22,9 @@ CONTRACT_V2 = (
     "places the place name; never an explanation or a full sentence. The scorer takes the text after the last "
     "'Answer:' and scores it by exact match after lowercasing and removing punctuation and articles."
 )
+
+FORMAT_NOTE = ("after 'Answer:' give only the short form: yes or no, a bare year, a full name, a place name; "
+               "no explanation.")
 
 FAILURE_MODES = (
     FailureMode("wrong_entity", r"Answer mismatch",
@@ -33,16 +38,52 @@ FAILURE_MODES = (
 
 
 class HotpotQABenchmark:
+    """HotpotQA with tools that never read the row's context: `retrieval` is a Wikipedia source fixed before the
+    first rollout (see wiki.py). Without one the benchmark refuses to run (`check_ready`)."""
+
     name = "hotpotqa"
     answer_format = "a final line 'Answer: <short-form answer>'"
     failure_modes = FAILURE_MODES
+    independent_wall_clock_s = 120.0  # section 2.2: per-row wall-clock cap of an Independent replica
+    format_note = FORMAT_NOTE  # sections 2.1 and 10: HotpotQA adds a short format note
 
-    def __init__(self, online: bool = False) -> None:
-        self.online = online
+    def __init__(self, retrieval: wiki.Retrieval | None = None) -> None:
+        self.retrieval = retrieval
 
     @property
     def wiki_mode(self) -> str:
-        return "online" if self.online else "offline"
+        return "none" if self.retrieval is None else self.retrieval.mode
+
+    def configure(self, options: dict[str, Any]) -> "HotpotQABenchmark":
+        """A copy with the retrieval source the command line chose: `wiki_live`, `wiki_dir` or `wiki_pooled`
+        (exactly one; `data_dir` feeds the pooled corpus). No choice = no tools = refusal at `check_ready`."""
+        chosen = [k for k in ("wiki_live", "wiki_dir", "wiki_pooled") if options.get(k)]
+        if len(chosen) > 1:
+            raise UsageError(f"HotpotQA retrieval: choose one of --wiki-live, --wiki-dir, --wiki-pooled "
+                             f"(got {', '.join('--' + c.replace('_', '-') for c in chosen)})")
+        if not chosen:
+            return HotpotQABenchmark(None)
+        if chosen[0] == "wiki_live":
+            from benchmarks.hotpotqa.live import LiveWikipedia
+
+            return HotpotQABenchmark(LiveWikipedia())
+        if chosen[0] == "wiki_dir":
+            return HotpotQABenchmark(WikiDirCorpus(str(options["wiki_dir"])))
+        pool = loader.load_pool(options.get("data_dir"))
+        return HotpotQABenchmark(PooledCorpus(
+            (str(title), list(sentences)) for row in pool.values() for title, sentences in row.gold["context"]))
+
+    def check_ready(self) -> None:
+        """Refuse (one line, exit 2) rather than fall back to the row's own context paragraphs."""
+        if self.retrieval is None:
+            raise UsageError("HotpotQA needs a Wikipedia source for its tools and will not search the row's own "
+                             "context: pass --wiki-dir DIR (HotpotQA abstracts corpus), --wiki-live (network), or "
+                             "--wiki-pooled (whole-split paragraphs; non-conformant)")
+
+    def tool_environment(self) -> dict[str, Any]:
+        """What the tools read, for the job identity; `conformant` False for the pooled corpus."""
+        return {"hotpotqa_retrieval": self.wiki_mode, "conformant": self.wiki_mode in wiki.CONFORMANT_MODES,
+                "corpus": None if self.retrieval is None else self.retrieval.corpus_id}
 
     def splits(self) -> Splits:
         from benchmarks.splits import load_splits
@@ -59,17 +100,11 @@ class HotpotQABenchmark:
         return [wiki.SEARCH_SCHEMA, wiki.PAGE_SCHEMA]
 
     async def call_tool(self, row: Row, name: str, arguments: dict[str, Any]) -> str:
-        args = arguments if isinstance(arguments, dict) else {}
-        key = {"wikipedia_search": "query", "wikipedia_page": "title"}.get(name)
-        if key is None:
-            return f"error: unknown tool {name!r}; tools are wikipedia_search and wikipedia_page"
-        value = args.get(key)
-        if not isinstance(value, str) or not value.strip():
-            return f"error: {name} needs one non-empty string argument {key!r}"
-        if self.online:  # pragma: no cover - live network, opt-in only
-            return await (wiki.online_search(value) if name == "wikipedia_search" else wiki.online_page(value))
-        corpus = wiki.OfflineWiki(row.gold.get("context", []))
-        return corpus.search(value) if name == "wikipedia_search" else corpus.page(value)
+        """The row is deliberately not passed on: no retrieval source can see its context."""
+        if self.retrieval is None:
+            self.check_ready()
+        assert self.retrieval is not None
+        return await wiki.run_tool(self.retrieval, name, arguments)
 
     def contract(self, version: int = 1) -> str:
         return CONTRACT_V2 if version == 2 else CONTRACT_V1

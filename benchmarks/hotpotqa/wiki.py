@@ -1,30 +1,28 @@
-"""The HotpotQA tools `wikipedia_search(query)` and `wikipedia_page(title)`.
+"""The HotpotQA tools `wikipedia_search(query)` and `wikipedia_page(title)` (protocol-v1 section 10).
 
-Offline mode (default; the only mode tests use): a per-row corpus built from the row's own context paragraphs
-(the 2 gold + 8 distractor paragraphs of the distractor setting). Search ranks pages by token overlap with the
-query (title tokens count twice) and returns the top 3 titles with their first 2 sentences; page returns the
-page text cut to 4,000 characters.
+The protocol's tools query Wikipedia and never show the row's own context (its 2 gold + 8 distractor paragraphs).
+So no retrieval source here takes a row: every source answers from a corpus fixed before the first rollout.
 
-Online mode (opt-in, `online=True`): the live Wikipedia API through httpx. Results are not reproducible; the
-benchmark records which mode ran (`wiki_mode` in every Score's metadata).
+Sources (`RETRIEVAL_MODES`):
+* `live`   - the live Wikipedia API over httpx (opt-in, network; results are not reproducible).
+* `wiki_dir` - the official HotpotQA full-wiki abstracts corpus in a local directory, indexed once with SQLite FTS5
+  BM25 (benchmarks/hotpotqa/corpus.py).
+* `pooled` - every context paragraph of the whole loaded split file, pooled into one corpus (no Wikipedia at hand).
+  The row's own paragraphs are among tens of thousands of others, but they are in the pool: the job is marked
+  non-conformant.
+With none of these configured the benchmark refuses to run (rather than leak the row's context).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 SEARCH_RESULTS = 3
 SUMMARY_SENTENCES = 2
 PAGE_CHARS = 4_000
-WIKIPEDIA_API = "https://en.wikipedia.org/w/api.php"
-
-_TOKEN = re.compile(r"[a-z0-9]+")
-_STOPWORDS = frozenset(
-    "a an the of in on at to for and or is are was were be by with from as that this which who whom what when "
-    "where how did does do its it his her their".split()
-)
+RETRIEVAL_MODES = ("live", "wiki_dir", "pooled")
+CONFORMANT_MODES = frozenset({"live", "wiki_dir"})
 
 SEARCH_SCHEMA: dict[str, Any] = {
     "type": "function",
@@ -44,87 +42,65 @@ PAGE_SCHEMA: dict[str, Any] = {
                        "required": ["title"]},
     },
 }
+TOOL_ARGUMENT = {"wikipedia_search": "query", "wikipedia_page": "title"}
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
+_ABBREVIATION = re.compile(r"(?:\b(?:Jr|Sr|Dr|Mr|Mrs|Ms|St|Mt|Gen|Col|Lt|Inc|Co|Ltd|vs|No)|\b[A-Z])\.$")
 
 
-def _tokens(text: str) -> list[str]:
-    return [t for t in _TOKEN.findall(text.lower()) if t not in _STOPWORDS]
+class Retrieval(Protocol):
+    """A Wikipedia source. It is built before any rollout and never sees a row."""
+
+    mode: str
+    corpus_id: str  # names the corpus (files' names and sizes, or the pooled titles) for the job identity
+
+    async def search(self, query: str) -> list[tuple[str, str]]:
+        """Up to SEARCH_RESULTS (title, first-sentences summary) pairs, best first."""
+        ...
+
+    async def page(self, title: str) -> tuple[str, str] | None:
+        """(canonical title, full text) of the page with this title, or None."""
+        ...
 
 
-@dataclass(frozen=True)
-class Page:
-    title: str
-    sentences: tuple[str, ...]
-
-    @property
-    def text(self) -> str:
-        return "".join(self.sentences).strip()
-
-    def summary(self) -> str:
-        return "".join(self.sentences[:SUMMARY_SENTENCES]).strip()
+def split_sentences(text: str) -> list[str]:
+    """Sentences of plain text (live extracts); a full stop after an abbreviation or an initial does not end one."""
+    merged: list[str] = []
+    for piece in _SENTENCE_END.split(text.strip()):
+        if merged and _ABBREVIATION.search(merged[-1]):
+            merged[-1] = f"{merged[-1]} {piece}"
+        else:
+            merged.append(piece)
+    return merged
 
 
-class OfflineWiki:
-    """A tiny Wikipedia over the given (title, sentences) paragraphs."""
+def summary_of(sentences: list[str] | tuple[str, ...] | str) -> str:
+    """The first SUMMARY_SENTENCES sentences (a corpus page's sentence list, or a live extract's text)."""
+    if isinstance(sentences, str):
+        return " ".join(s.strip() for s in split_sentences(sentences)[:SUMMARY_SENTENCES]).strip()
+    return "".join(sentences[:SUMMARY_SENTENCES]).strip()
 
-    def __init__(self, paragraphs: list[list[Any]] | list[tuple[str, list[str]]]) -> None:
-        self.pages: list[Page] = []
-        seen: set[str] = set()
-        for title, sentences in paragraphs:
-            if title not in seen:
-                seen.add(title)
-                self.pages.append(Page(str(title), tuple(str(s) for s in sentences)))
 
-    def search(self, query: str) -> str:
-        wanted = set(_tokens(query))
-        ranked = []
-        for index, page in enumerate(self.pages):
-            title_tokens, body_tokens = set(_tokens(page.title)), set(_tokens(page.text))
-            score = 2 * len(wanted & title_tokens) + len(wanted & body_tokens)
-            if score > 0:
-                ranked.append((-score, index, page))
-        ranked.sort(key=lambda item: (item[0], item[1]))
-        if not ranked:
-            return f"No results for {query!r}."
-        return "\n".join(f"{n}. {page.title}: {page.summary()}" for n, (_, _, page) in
-                         enumerate(ranked[:SEARCH_RESULTS], start=1))
+def render_search(query: str, hits: list[tuple[str, str]]) -> str:
+    if not hits:
+        return f"No results for {query!r}."
+    return "\n".join(f"{n}. {title}: {summary}" for n, (title, summary) in
+                     enumerate(hits[:SEARCH_RESULTS], start=1))
 
-    def page(self, title: str) -> str:
-        wanted = title.strip().lower()
-        for page in self.pages:
-            if page.title.lower() == wanted:
-                return f"{page.title}\n{page.text}"[:PAGE_CHARS]
+
+def render_page(title: str, found: tuple[str, str] | None) -> str:
+    if found is None:
         return f"No page titled {title!r}. Use wikipedia_search to find exact titles."
+    return f"{found[0]}\n{found[1]}"[:PAGE_CHARS]
 
 
-async def online_search(query: str, client: Any = None) -> str:  # pragma: no cover - live network, opt-in only
-    import httpx
-
-    async with (client or httpx.AsyncClient(timeout=20.0)) as http:
-        found = await http.get(WIKIPEDIA_API, params={"action": "query", "list": "search", "srsearch": query,
-                                                      "srlimit": SEARCH_RESULTS, "format": "json"})
-        titles = [hit["title"] for hit in found.json().get("query", {}).get("search", [])]
-        if not titles:
-            return f"No results for {query!r}."
-        lines = []
-        for n, title in enumerate(titles, start=1):
-            extract = await _extract(http, title, intro=True)
-            sentences = re.split(r"(?<=[.!?])\s+", extract)
-            lines.append(f"{n}. {title}: {' '.join(sentences[:SUMMARY_SENTENCES])}")
-        return "\n".join(lines)
-
-
-async def online_page(title: str, client: Any = None) -> str:  # pragma: no cover - live network, opt-in only
-    import httpx
-
-    async with (client or httpx.AsyncClient(timeout=20.0)) as http:
-        text = await _extract(http, title, intro=False)
-    return f"{title}\n{text}"[:PAGE_CHARS] if text else f"No page titled {title!r}."
-
-
-async def _extract(http: Any, title: str, intro: bool) -> str:  # pragma: no cover - live network
-    params = {"action": "query", "prop": "extracts", "explaintext": 1, "redirects": 1, "titles": title,
-              "format": "json"}
-    if intro:
-        params["exintro"] = 1
-    pages = (await http.get(WIKIPEDIA_API, params=params)).json().get("query", {}).get("pages", {})
-    return next((str(p.get("extract", "")) for p in pages.values()), "")
+async def run_tool(retrieval: Retrieval, name: str, arguments: Any) -> str:
+    """The text a wikipedia tool call returns; bad calls come back as an error text for the model."""
+    key = TOOL_ARGUMENT.get(name)
+    if key is None:
+        return f"error: unknown tool {name!r}; tools are wikipedia_search and wikipedia_page"
+    value = arguments.get(key) if isinstance(arguments, dict) else None
+    if not isinstance(value, str) or not value.strip():
+        return f"error: {name} needs one non-empty string argument {key!r}"
+    if name == "wikipedia_search":
+        return render_search(value, await retrieval.search(value))
+    return render_page(value, await retrieval.page(value))

@@ -28,6 +28,9 @@ CONTRACT_V2 = (
     "compares it with the gold answer by Hendrycks MATH equivalence; a reply without \\boxed{} scores 0."
 )
 
+FORMAT_NOTE = ("box only the final answer in simplest exact form (no decimals, units or words inside "
+               "\\boxed{}); the \\boxed{} line comes first and last.")
+
 FAILURE_MODES = (
     FailureMode("unboxed_answer", r"No \\boxed\{\} answer found",
                 "Always end with the final answer inside \\boxed{...} on the last line.", 0.2),
@@ -60,6 +63,8 @@ class MathBenchmark:
     name = "math"
     answer_format = "the final answer in \\boxed{...} (first and last line)"
     failure_modes = FAILURE_MODES
+    independent_wall_clock_s = 120.0  # section 2.2: per-row wall-clock cap of an Independent replica
+    format_note = FORMAT_NOTE  # section 2.1: MATH adds a short format note
 
     def splits(self) -> Splits:
         from benchmarks.splits import load_splits

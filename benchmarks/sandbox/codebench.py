@@ -14,6 +14,7 @@ from core.models import AgentOutput, Row, Score
 from benchmarks.sandbox.codeblocks import extract_python, normalize_program
 from benchmarks.sandbox.limits import SandboxLimits
 from benchmarks.sandbox.suite import SuiteOutcome, TestCase, run_suite_async, run_suite_sync
+from benchmarks.tools.python_exec import PYTHON_EXEC_TOOL, python_exec_async
 
 CODE_CONTRACT_V1 = (
     "PROTECTED FINAL OUTPUT CONTRACT: end your final answer with exactly one fenced ```python code block that "
@@ -27,6 +28,9 @@ CODE_CONTRACT_V2 = (
 )
 MODE_NOTE = ("For stdin problems read all input from standard input and print the answer to standard output; for "
              "problems with starter code keep the given class and method signature.")
+
+CODE_FIRST_NUDGE = ("Code first: write the complete solution program as the fenced ```python block right away; keep "
+                    "any reasoning to a few lines before it and never end without the block.")
 
 CODE_FAILURE_MODES: tuple[FailureMode, ...] = (
     FailureMode("no_code_block", r"No fenced python code block",
@@ -59,6 +63,9 @@ class CodeGenBenchmark:
     runs_model_code = True  # scored in the sandbox jail
     failure_modes: tuple[FailureMode, ...] = CODE_FAILURE_MODES
     protocol_tests: int = 3
+    format_nudge = CODE_FIRST_NUDGE  # section 9: the bridge re-attaches it to coders in jobs
+    nudge_roles = ("coder",)
+    independent_wall_clock_s = 180.0  # section 2.2: per-row wall-clock cap of an Independent replica
     runner_tests: int | None = None  # None = all tests
     limits: SandboxLimits = SandboxLimits()
 
@@ -77,7 +84,17 @@ class CodeGenBenchmark:
 
     # -- protocol -----------------------------------------------------------------------------------------
     def native_tools(self, row: Row) -> list[dict[str, Any]]:
-        return []
+        """Section 10: `python_exec(code, stdin)`, a 10 s sandboxed run (public tests are not shown)."""
+        return [PYTHON_EXEC_TOOL]
+
+    async def call_tool(self, row: Row, name: str, arguments: Any) -> str:
+        if name != "python_exec":
+            return f"error: unknown tool {name!r}; the only tool is python_exec"
+        args = arguments if isinstance(arguments, dict) else {}
+        code, stdin = args.get("code"), args.get("stdin", "")
+        if not isinstance(code, str) or not isinstance(stdin, str):
+            return "error: python_exec needs a string 'code' (and an optional string 'stdin')"
+        return await python_exec_async(code, stdin)
 
     def contract(self, version: int = 1) -> str:
         if version == 1:

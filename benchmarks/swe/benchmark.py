@@ -7,11 +7,14 @@ import random
 from pathlib import Path
 from typing import Any, Sequence
 
+import anyio
+
 from core.benchmark import FailureMode, SimReply, Splits
 from core.models import AgentOutput, Row, Score
 
 from benchmarks.splits import load_splits
-from benchmarks.swe import harness, loader
+from benchmarks.swe import harness, loader, repo_tools
+from benchmarks.swe.workspace import RepoWorkspaces
 from benchmarks.swe.patch import check_output, normalize_patch
 
 PACKAGE_DIR = Path(__file__).parent
@@ -35,10 +38,44 @@ FAILURE_MODES = (
 )
 
 
+PATCH_FIRST_NUDGE = ("Patch first: produce the unified diff that fixes the issue before any explanation; end with the "
+                     "single fenced ```diff block and nothing after it.")
+
+
 class SWEBenchmark:
     name = "swe"
     answer_format = "one fenced ```diff block with a unified diff"
     failure_modes: tuple[FailureMode, ...] = FAILURE_MODES
+    single_recursion_limit = 100  # section 2.1: LangGraph recursion limit 100 for SWE (50 model calls)
+    format_nudge = PATCH_FIRST_NUDGE  # section 9: the bridge re-attaches it in jobs
+    nudge_roles = ("patcher",)
+    topology_tools = repo_tools.TOPOLOGY_TOOLS  # section 10: file_write for Single/Independent, else str_replace
+
+    def __init__(self, workspaces: RepoWorkspaces | None = None) -> None:
+        self.workspaces = workspaces
+
+    def configure(self, options: dict[str, Any]) -> "SWEBenchmark":
+        """A copy whose agents get the repository tools on clones of the mirrors in `swe_repos`."""
+        repos = options.get("swe_repos")
+        return SWEBenchmark(RepoWorkspaces(str(repos)) if repos else None)
+
+    def tool_environment(self) -> dict[str, Any]:
+        """Without repository checkouts the agents lack the protocol's tools: non-conformant."""
+        on = self.workspaces is not None
+        return {"swe_repository_tools": on, "conformant": on}
+
+    async def call_tool(self, row: Row, name: str, arguments: Any) -> str:
+        if self.workspaces is None:
+            return f"error: tool {name!r} is not available (no repository checkout; pass --swe-repos)"
+        root = await self.workspaces.checkout(row)
+        return await anyio.to_thread.run_sync(repo_tools.run_repo_tool, root, name, arguments)
+
+    async def finish_output(self, row: Row, output: AgentOutput) -> AgentOutput:
+        """Section 10: the patch is `git diff HEAD` of the selected member's checkout, not the fenced diff."""
+        if self.workspaces is None:
+            return output
+        patch = await self.workspaces.patch() or ""
+        return output.model_copy(update={"metadata": {**output.metadata, "checkout_diff": patch}})
 
     def splits(self) -> Splits:
         return load_splits("swe", PACKAGE_DIR)
@@ -57,7 +94,9 @@ class SWEBenchmark:
         return "\n".join(parts) + "\n"
 
     def native_tools(self, row: Row) -> list[dict[str, Any]]:
-        return []
+        if self.workspaces is None:
+            return []
+        return [dict(schema) for schema in repo_tools.SCHEMAS.values()]
 
     def contract(self, version: int = 1) -> str:
         if version == 1:

@@ -13,6 +13,7 @@ from core.models import AgentOutput, Row, Score
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 MAX_TURNS = 9
+ANSWER_REQUEST = "Give your final answer now, only the value, wrapped as <answer>VALUE</answer>."
 
 FORMAT_NOTE = ("Use the tools to answer. Formats: dates as YYYY-MM-DD, people as Firstname Lastname, numbers as "
                "digits without leading zeros.")
@@ -40,6 +41,9 @@ class ToolHopBenchmark:
     answer_format = "<answer>VALUE</answer>"
     runs_model_code = True  # dataset tool code, in the sandbox jail
     failure_modes = FAILURE_MODES
+    single_step_limit = MAX_TURNS  # section 2.1: plain tool loop, 9 turns
+    answer_marker = "<answer>"
+    answer_request = ANSWER_REQUEST  # section 10: one extra short call when no <answer> tag
 
     def splits(self) -> Splits:
         from benchmarks.splits import load_splits

@@ -20,11 +20,13 @@ from core.benchmark import Benchmark
 from core.canonical import content_hash
 from core.cell import parse_cell
 from core.errors import DataError, UsageError
+from core.contracts import RUN_CONTRACT_VERSION
 from core.models import PromptBundle, Row
 from core.protocol import condition, split_hash
 from engine.chat.auth import DEFAULT_API_KEY_ENV
 from engine.cli.args import check_out_directory, check_out_file
 from engine.job.artifacts import read_json, write_jsonl_atomic
+from engine.job.benchmark_setup import configure_benchmark, dataset_options, tool_environment
 from engine.job.config import (
     SIMULATED_MODEL_ID,
     check_cell_text,
@@ -80,6 +82,8 @@ def check_run_options(args: argparse.Namespace) -> RunPlan:
     from benchmarks.registry import get_benchmark
 
     cell = parse_cell(check_cell_text(args.cell))
+    if args.seed not in (0, 1, 2):
+        raise UsageError(f"--seed must be 0, 1 or 2, got {args.seed}")
     check_timeout(args.request_timeout, "--request-timeout")
     check_timeout(args.startup_timeout, "--startup-timeout")
     endpoints = check_endpoints_option(endpoints_from(args.task_endpoints))
@@ -97,7 +101,9 @@ def check_run_options(args: argparse.Namespace) -> RunPlan:
         check_store_file(store, writable=True)
     bench = get_benchmark(cell.task)
     gate_sandbox(bench, args.unsafe_sandbox)
-    topology = get_topology(cell.topology, cell.team_size, cell.communication)
+    bench = configure_benchmark(bench, dataset_options(args), args.data_dir)
+    # Baseline runs are the protocol's runners: output contract version 1, no format nudges (section 9).
+    topology = get_topology(cell.topology, cell.team_size, cell.communication, contract_version=RUN_CONTRACT_VERSION)
     splits = bench.splits()
     ids = list(splits.ids(args.split))
     if args.only:
@@ -114,7 +120,8 @@ def check_run_options(args: argparse.Namespace) -> RunPlan:
     cond = condition(task=cell.task, topology=cell.topology, framework=cell.framework,
                      communication=cell.communication, team_size=cell.team_size, task_model=cell.task_model,
                      initial_bundle_sha256=seed.digest, scorer_id=f"{bench.name}:protocol:v1",
-                     split_sha256=split_hash(splits.as_hash_payload()))
+                     split_sha256=split_hash(splits.as_hash_payload()), contract_version=RUN_CONTRACT_VERSION,
+                     tool_environment=tool_environment(bench))
     return RunPlan(task=cell.task, bench=bench, topology=topology, rows=rows, bundle=bundle, condition=cond, out=out,
                    work=work, endpoints=endpoints, model_id=model_id or SIMULATED_MODEL_ID)
 

@@ -42,6 +42,17 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--unsafe-sandbox", action="store_true",
                    help="run model-written code without the jail when none can be built (marks a job non-conformant)")
     p.add_argument("--quiet", action="store_true")
+    wiki = p.add_argument_group("HotpotQA retrieval (task=hotpotqa needs exactly one; the tools never read the "
+                                "row's own context)")
+    wiki.add_argument("--wiki-dir", metavar="DIR",
+                      help="HotpotQA full-wiki abstracts corpus (bz2 JSON-lines in subdirectories), indexed once "
+                           "with SQLite FTS5 into DIR/.mpb-index/")
+    wiki.add_argument("--wiki-live", action="store_true", help="query live Wikipedia (network; not reproducible)")
+    wiki.add_argument("--wiki-pooled", action="store_true",
+                      help="search the pooled paragraphs of the whole data file (marks the job non-conformant)")
+    p.add_argument("--swe-repos", metavar="DIR",
+                   help="task=swe: local git mirrors (<owner>__<name>[.git]) the agents' repository tools clone at "
+                        "the base commit; without it SWE agents have no repository tools (non-conformant)")
 
 
 def job_main(argv: list[str]) -> int:
@@ -58,8 +69,13 @@ def job_main(argv: list[str]) -> int:
                         f"{DEFAULT_REFLECTION_API_KEY_ENV})")
     p.add_argument("--allow-small-budget", action="store_true",
                    help="proceed with a budget below the method's smallest useful budget")
+    p.add_argument("--phase", default="all", choices=["all", "optimize", "validate", "test"],
+                   help="run the phases up to this one (validate needs optimization.json, test selection.json)")
+    p.add_argument("--allow-any-cell", action="store_true",
+                   help="run a cell outside the grid tables (marked non-conformant); refused otherwise")
     args = p.parse_args(argv)
     configure_logging(args.quiet)
+    from engine.job.benchmark_setup import dataset_options
     from engine.job.config import build_config
     from engine.job.run_job import run_job, summary_line
 
@@ -69,7 +85,8 @@ def job_main(argv: list[str]) -> int:
                        reflection_model=args.reflection_model, allow_small_budget=args.allow_small_budget,
                        quiet=args.quiet, request_timeout=args.request_timeout, api_key_env=args.api_key_env,
                        reflection_api_key_env=args.reflection_api_key_env, startup_timeout=args.startup_timeout,
-                       unsafe_sandbox=args.unsafe_sandbox)
+                       unsafe_sandbox=args.unsafe_sandbox, phase=args.phase,
+                       allow_any_cell=args.allow_any_cell, dataset_options=dataset_options(args))
     result = anyio.run(run_job, cfg)
     print(json.dumps(summary_line(result), sort_keys=True))
     return 0

@@ -7,6 +7,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from core.cell import parse_cell
 from core.errors import UsageError
@@ -26,6 +27,7 @@ from engine.runner import RetryPolicy
 SIMULATED_MODEL_ID = "simulated-policy"
 SIMULATED_REFLECTION_MODEL_ID = "simulated-reflection"
 DEFAULT_REFLECTION_URL = "http://localhost:8200/v1"  # protocol 5.4: REFLECTION_MODEL_BASE_URL default
+PHASES = ("all", "optimize", "validate", "test")
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,9 @@ class JobConfig:
     reflection_api_key_env: str = DEFAULT_REFLECTION_API_KEY_ENV
     startup_timeout: float = DEFAULT_STARTUP_TIMEOUT_S
     unsafe_sandbox: bool = False  # run model-written code without a jail if none can be built
+    phase: str = "all"  # all | optimize | validate | test: run phases up to and including this one
+    allow_any_cell: bool = False  # off-grid cells run only with it, and are marked non-conformant
+    dataset_options: dict[str, Any] = field(default_factory=dict)  # e.g. HotpotQA retrieval (wiki_dir, ...)
 
     @property
     def simulated(self) -> bool:
@@ -105,12 +110,16 @@ def build_config(*, cell: str, method: str, seed: int, out: str, budget: int, ta
                  reflection_model: str | None = None, allow_small_budget: bool = False, quiet: bool = False,
                  request_timeout: float = 1200.0, api_key_env: str | None = None,
                  reflection_api_key_env: str | None = None,
-                 startup_timeout: float = DEFAULT_STARTUP_TIMEOUT_S, unsafe_sandbox: bool = False) -> JobConfig:
+                 startup_timeout: float = DEFAULT_STARTUP_TIMEOUT_S, unsafe_sandbox: bool = False,
+                 phase: str = "all", allow_any_cell: bool = False,
+                 dataset_options: dict[str, Any] | None = None) -> JobConfig:
     parsed = parse_cell(check_cell_text(cell))
     if seed not in (0, 1, 2):
         raise UsageError(f"--seed must be 0, 1 or 2, got {seed}")
     if not 1 <= budget <= FULL_BUDGET:
         raise UsageError(f"--budget must be in 1..{FULL_BUDGET}, got {budget}")
+    if phase not in PHASES:
+        raise UsageError(f"--phase must be one of {', '.join(PHASES)}, got {phase!r}")
     if concurrency < 1:
         raise UsageError(f"--concurrency must be >= 1, got {concurrency}")
     check_timeout(request_timeout, "--request-timeout")
@@ -138,4 +147,6 @@ def build_config(*, cell: str, method: str, seed: int, out: str, budget: int, ta
         reflection_api_key_env=reflection_api_key_env or DEFAULT_REFLECTION_API_KEY_ENV,
         startup_timeout=startup_timeout,
         unsafe_sandbox=unsafe_sandbox,
+        allow_small_budget=allow_small_budget, quiet=quiet, request_timeout=request_timeout, phase=phase,
+        allow_any_cell=allow_any_cell, dataset_options=dict(dataset_options or {}),
     )

@@ -6,8 +6,9 @@ from pathlib import Path
 from typing import Any
 
 from core.canonical import content_hash
-from core.cell import ALL_METHODS, registry_key, source_tables
-from core.errors import ArtifactError, JobIdentityError
+from core.cell import grid_tables, registry_key
+from core.contracts import JOB_CONTRACT_VERSION
+from core.errors import ArtifactError, JobIdentityError, UsageError
 from core.models import PromptBundle
 from core.protocol import (
     CANONICAL_REFLECTION_MODEL,
@@ -22,10 +23,23 @@ from core.protocol import (
 from engine.job.artifacts import read_json, write_sealed
 from engine.job.config import JobConfig
 from engine.store.check import check_store_file
+from optimizers.registry import METHODS
+
+
+def claimed_tables(cfg: JobConfig) -> list[int]:
+    """The grid tables the job feeds (section 4); an off-grid cell is refused unless --allow-any-cell."""
+    c = cfg.cell
+    tables = grid_tables(cfg.method, c, tuple(METHODS))
+    if not tables and not cfg.allow_any_cell:
+        raise UsageError(f"off-grid cell: task={c.task},topology={c.topology},team_size={c.team_size},"
+                         f"communication={c.communication},model={c.task_model} with method {cfg.method} is in no "
+                         "grid table this engine implements; pass --allow-any-cell to run it (non-conformant)")
+    return tables
 
 
 def build_identity(cfg: JobConfig, seed_bundle: PromptBundle, split_sha256: str, split_sizes: dict[str, int],
-                   scorer_id: str) -> dict[str, Any]:
+                   scorer_id: str, tool_environment: dict[str, Any] | None = None) -> dict[str, Any]:
+
     c = cfg.cell
     cid = cell_id(method=cfg.method, task=c.task, topology=c.topology, framework=c.framework,
                   communication=c.communication, team_size=c.team_size, task_model=c.task_model,
@@ -33,14 +47,14 @@ def build_identity(cfg: JobConfig, seed_bundle: PromptBundle, split_sha256: str,
                   budget=cfg.budget)
     cond = condition(task=c.task, topology=c.topology, framework=c.framework, communication=c.communication,
                      team_size=c.team_size, task_model=c.task_model, initial_bundle_sha256=seed_bundle.digest,
-                     scorer_id=scorer_id, split_sha256=split_sha256)
-    if cfg.method == "identity":
-        tables = sorted({t for m in ALL_METHODS for t in source_tables(m, c)})
-    else:
-        tables = source_tables(cfg.method, c)
+                     scorer_id=scorer_id, split_sha256=split_sha256, contract_version=JOB_CONTRACT_VERSION,
+                     tool_environment=tool_environment)
+    tables = claimed_tables(cfg)
     reasons = []
     if not tables:
         reasons.append("off_grid_cell")
+    if tool_environment is not None and tool_environment.get("conformant") is False:
+        reasons.append("tool_environment_not_conformant")
     if cfg.budget != FULL_BUDGET:
         reasons.append(f"budget_{cfg.budget}_not_{FULL_BUDGET}")
     if cfg.reflection_model != CANONICAL_REFLECTION_MODEL:

@@ -15,19 +15,22 @@ import structlog
 
 from core.benchmark import Benchmark
 from core.canonical import content_hash
+from core.contracts import JOB_CONTRACT_VERSION
 from core.errors import ArtifactError, InfrastructureError, InfrastructureInvalidError, UsageError
 from core.ledger import BudgetLedger
 from core.models import PromptBundle, RolloutRecord
 from core.optimizer import CurvePoint, Optimizer, OptimizerResult
 from core.protocol import PROTOCOL_ID, REFLECTION_TIMEOUT_S
 from core.selection import decide, forbidden_metadata
-from engine.chat.endpoint import Endpoint, EndpointPool
+from engine.chat.endpoint import Endpoint, EndpointPool, Timeouts
+from engine.job.benchmark_setup import configure_benchmark, tool_environment
 from engine.job.artifacts import read_json, read_sealed, write_json_atomic, write_jsonl_atomic, write_sealed
 from engine.job.config import DEFAULT_REFLECTION_URL, JobConfig
 from engine.job.data import JobData
 from engine.job.evaluation import Evaluation, Evaluator, failure_counts
-from engine.job.identity import build_identity, check_out_dir, write_identity
+from engine.job.identity import build_identity, check_out_dir, claimed_tables, write_identity
 from engine.job.optimization import LedgerRunner, component_usage, learning_curve, task_model_clients
+from engine.job.phases import check_phase_inputs, phase_summary
 from engine.job.sandbox_gate import gate_sandbox
 from engine.job.endpoints import open_reflection_endpoint, open_task_pool
 from engine.reflection import ReflectionClient
@@ -79,8 +82,12 @@ def prepare(cfg: JobConfig, bench: Benchmark | None = None
 
         bench = get_benchmark(cfg.cell.task)
     gate_sandbox(bench, cfg.unsafe_sandbox)
-    topology = get_topology(cfg.cell.topology, cfg.cell.team_size, cfg.cell.communication)
+    bench = configure_benchmark(bench, cfg.dataset_options, cfg.data_dir)
+    # Every request of a job goes through the optimizer bridge: contract version 2 plus the format nudges.
+    topology = get_topology(cfg.cell.topology, cfg.cell.team_size, cfg.cell.communication,
+                            contract_version=JOB_CONTRACT_VERSION)
     optimizer = get_optimizer(cfg.method, seed=cfg.seed)
+    claimed_tables(cfg)  # an off-grid cell is refused before any data is read
     data = JobData(bench, cfg.data_dir, cfg.out)
     data.train()
     data.validation()
@@ -92,13 +99,15 @@ def prepare(cfg: JobConfig, bench: Benchmark | None = None
     seed = load_seed_bundle(cfg.cell.topology, cfg.cell.task, roles)
     sizes = {"train": len(data.splits.train), "validation": len(data.splits.validation),
              "test": len(data.splits.test)}
-    identity = build_identity(cfg, seed, data.split_sha256, sizes, scorer_id=f"{bench.name}:protocol:v1")
+    identity = build_identity(cfg, seed, data.split_sha256, sizes, scorer_id=f"{bench.name}:protocol:v1",
+                              tool_environment=tool_environment(bench))
     return bench, topology, optimizer, data, seed, identity
 
 
 async def run_job(cfg: JobConfig, bench: Benchmark | None = None) -> dict[str, Any]:
     bench, topology, optimizer, data, seed_bundle, identity = prepare(cfg, bench)
     resuming = check_out_dir(cfg.out, identity)
+    check_phase_inputs(cfg)
     async with AsyncExitStack() as stack:
         pool, urls = await open_task_pool(stack, cfg.task_endpoints, task=cfg.cell.task, data_dir=cfg.data_dir,
                                           model_id=cfg.task_model_id, concurrency=cfg.concurrency,
@@ -140,7 +149,9 @@ async def run_job(cfg: JobConfig, bench: Benchmark | None = None) -> dict[str, A
                                             f"{str(exc)[:500]}", extra={"failure": {"kind": "unknown",
                                             "exception_type": type(exc).__name__}})
             raise
-        await store.set_node_status(run_node, "completed", actor="engine:job", reason="job finished")
+        await store.set_node_status(run_node, "completed", actor="engine:job",
+                                    reason="job finished" if cfg.phase in ("all", "test") else
+                                    f"phase {cfg.phase} finished (later phases not run)")
         await store.mutate("run.status_changed", "run", identity["cell_id"], actor="engine:job",
                            new={"status": "completed"}, reason="job finished")
     return result
@@ -162,8 +173,13 @@ class _Job:
                                    evaluation_seed=cfg.seed)
 
     async def run(self) -> dict[str, Any]:
+        """The phases up to `cfg.phase` (each resumes from its sealed artifact when it exists)."""
         optimization = await self.optimize()
+        if self.cfg.phase == "optimize":
+            return phase_summary(self.identity, "optimize", optimization=optimization)
         selection = await self.select(optimization)
+        if self.cfg.phase == "validate":
+            return phase_summary(self.identity, "validate", optimization=optimization, selection=selection)
         return await self.test(optimization, selection)
 
     # ------------------------------------------------------------------ phase 1
@@ -396,6 +412,8 @@ def _usage_totals(records: list[RolloutRecord]) -> dict[str, Any]:
 
 
 def summary_line(result: dict[str, Any]) -> dict[str, Any]:
+    if result.get("status") == "phase_completed":
+        return result
     test = result["test"]
     return {"status": result["status"], "cell_id": result["cell_id"], "baseline_mean": test["baseline_mean"],
             "deployed_mean": test["deployed_mean"], "delta_pp": test["delta_pp"],

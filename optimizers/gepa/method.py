@@ -260,7 +260,7 @@ class _Run:
         if all(s >= 1.0 for s in parent_scores):
             entry["skipped"] = "perfect_minibatch"
             return True
-        prompt = mutation_prompt(role, parent.bundle.roles[role], reflective_examples(rows, before))
+        prompt = mutation_prompt(role, parent.bundle.roles[role], reflective_examples(rows, before, role))
         assert self.reflection is not None
         try:
             reply = await self.reflection.propose(prompt, purpose="gepa.mutation",

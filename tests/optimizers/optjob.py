@@ -21,11 +21,13 @@ def bench() -> FakeBench:
 
 
 def config(out: Path, endpoint: str, *, method: str, seed: int = 1, budget: int = 600, concurrency: int = 8,
-           allow_small_budget: bool = False, timeout: float = 5.0) -> JobConfig:
-    cfg = build_config(cell="task=gpqa,topology=single", method=method, seed=seed, out=str(out), budget=budget,
+           allow_small_budget: bool = False, timeout: float = 5.0, allow_any_cell: bool = False,
+           phase: str = "all", cell: str = "task=gpqa,topology=single") -> JobConfig:
+    cfg = build_config(cell=cell, method=method, seed=seed, out=str(out), budget=budget,
                        task_endpoints=[endpoint], model_id="test-model", data_dir=None, concurrency=concurrency,
                        reflection_endpoint=endpoint, reflection_model=REFLECTION_MODEL,
-                       allow_small_budget=allow_small_budget, quiet=True, request_timeout=timeout)
+                       allow_small_budget=allow_small_budget, quiet=True, request_timeout=timeout,
+                       allow_any_cell=allow_any_cell, phase=phase)
     return JobConfig(**{**cfg.__dict__, "retry": RetryPolicy(base_delay=0.0)})
 
 

@@ -80,8 +80,9 @@ def test_worker_calls_count_toward_the_cap():
     out = run(Centralized(2), ctx, fake(), bundle("gpqa", 2))
     assert [c.role for c in ctx.calls] == ["manager", "solver_worker"] * 4
     assert out.metadata["turns"] == 8 and out.metadata["stop"] == "turn_cap"
-    # the manager never answered: the latest answering worker message is the answer
-    assert out.text == "Answer: 3 from solver_worker" and out.metadata["answer_source"] == "solver_worker"
+    # the manager never answered: no answer (semantic failure); a worker's answer is never promoted (section 2)
+    assert out.text is None and out.metadata["answer_source"] == "manager"
+    assert out.metadata["no_valid_answer"] is True
 
 
 def test_nonexistent_worker_is_a_tool_error_not_a_crash():

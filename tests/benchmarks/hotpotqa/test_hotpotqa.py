@@ -8,7 +8,6 @@ from hypothesis import strategies as st
 
 from benchmarks.hotpotqa import BENCHMARK, HotpotQABenchmark, exact_match, extract_answer, f1, normalize_answer
 from benchmarks.hotpotqa.loader import load_pool
-from benchmarks.hotpotqa.wiki import OfflineWiki
 from core.benchmark import Benchmark
 from core.errors import DataError
 from core.models import AgentOutput
@@ -135,7 +134,7 @@ def _rows():
 def test_scorer_right_wrong_malformed():
     _, row = _rows()
     right = BENCHMARK.score(row, AgentOutput(text="She served as chief of protocol.\nAnswer: chief of protocol."))
-    assert right.value == 1.0 and right.metadata["wiki_mode"] == "offline"
+    assert right.value == 1.0 and right.metadata["wiki_mode"] == "none"
     long = BENCHMARK.score(row, AgentOutput(text="Answer: Chief of Protocol of the United States"))
     assert long.value == 0.0 and "Answer too long" in long.feedback
     wrong = BENCHMARK.score(row, AgentOutput(text="Answer: Ambassador to Ghana"))
@@ -159,30 +158,3 @@ def test_simulate_matches_failure_modes():
             score = BENCHMARK.score(row, AgentOutput(text=BENCHMARK.simulate(row, mode.name, rng).content))
             assert score.value == 0.0, (mode.name, row.id)
             assert re.search(mode.feedback_pattern, score.feedback), (mode.name, score.feedback)
-
-
-def test_offline_wiki_search_and_page():
-    _, row = _rows()
-    wiki = OfflineWiki(row.gold["context"])
-    found = wiki.search("Shirley Temple diplomat")
-    lines = found.splitlines()
-    assert lines[0].startswith("1. Shirley Temple: Shirley Temple Black")
-    assert len(lines) <= 3
-    assert "Hollywood's number one" in lines[0] and "Chief of Protocol" not in lines[0]  # 2 sentences only
-    assert wiki.search("zzzz qqqq") == "No results for 'zzzz qqqq'."
-    page = wiki.page("shirley temple")
-    assert page.startswith("Shirley Temple\n") and "Chief of Protocol" in page
-    assert "No page titled" in wiki.page("Unknown Title")
-    long = OfflineWiki([["Long", ["word " * 2000]]])
-    assert len(long.page("Long")) == 4000
-
-
-@pytest.mark.anyio
-async def test_call_tool_offline():
-    _, row = _rows()
-    assert "Kiss and Tell" in await BENCHMARK.call_tool(row, "wikipedia_search", {"query": "Corliss Archer film"})
-    assert "Chief of Protocol" in await BENCHMARK.call_tool(row, "wikipedia_page", {"title": "Shirley Temple"})
-    assert (await BENCHMARK.call_tool(row, "wikipedia_page", {})).startswith("error:")
-    assert (await BENCHMARK.call_tool(row, "calculator", {"expression": "1"})).startswith("error: unknown tool")
-    assert [t["function"]["name"] for t in BENCHMARK.native_tools(row)] == ["wikipedia_search", "wikipedia_page"]
-    assert HotpotQABenchmark(online=True).wiki_mode == "online"

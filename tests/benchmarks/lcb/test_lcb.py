@@ -174,4 +174,4 @@ def test_vote_key_contract_tools(rows):
     assert BENCH.vote_key(row, AgentOutput(text="nothing")) is None
     assert "PROTECTED FINAL OUTPUT CONTRACT" in BENCH.contract(1) and "python" in BENCH.contract(2)
     assert BENCH.contract(2) != BENCH.contract(1)
-    assert BENCH.native_tools(row) == []
+    assert [t["function"]["name"] for t in BENCH.native_tools(row)] == ["python_exec"]  # section 10
