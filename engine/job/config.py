@@ -146,7 +146,5 @@ def build_config(*, cell: str, method: str, seed: int, out: str, budget: int, ta
         api_key_env=api_key_env or DEFAULT_API_KEY_ENV,
         reflection_api_key_env=reflection_api_key_env or DEFAULT_REFLECTION_API_KEY_ENV,
         startup_timeout=startup_timeout,
-        unsafe_sandbox=unsafe_sandbox,
-        allow_small_budget=allow_small_budget, quiet=quiet, request_timeout=request_timeout, phase=phase,
-        allow_any_cell=allow_any_cell, dataset_options=dict(dataset_options or {}),
+        unsafe_sandbox=unsafe_sandbox, phase=phase, allow_any_cell=allow_any_cell, dataset_options=dict(dataset_options or {}),
     )
