@@ -8,6 +8,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from core.cards.lines import Located
 from core.cards.model import REGISTRY_FILE, DropsManifest, Implementation, RuleEntry, SemanticLoss
 from core.errors import ArtifactError
 from engine.cards.bundle import Bundle
@@ -23,9 +24,11 @@ class Outcome:
     drops: DropsManifest
 
 
-def run_rule(bundle: Bundle, name: str) -> Outcome:
+def run_rule(bundle: Bundle, name: str, preloaded: dict[str, list[Located]] | None = None) -> Outcome:
+    """The one code path that computes a rule on a card: `card rescore`, the exporter and `card validate`'s
+    recomputation all call it. `preloaded`: validated, blob-resolved streams to read instead of the bundle's."""
     rule = get_rule(name)
-    reader = CardReader(bundle)
+    reader = CardReader(bundle, preloaded)
     footprint = Footprint()
     result = rule.compute(reader, footprint, rule.config)
     drops_path = f"drops/{rule.rule_id}.json"

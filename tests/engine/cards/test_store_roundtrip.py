@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from engine.cards.bundle import Bundle
 from engine.cards.export import export_card
 from engine.cards.validate import validate_bundle
-from tests.engine.cards.cardutil import StoreSpec, build_store, bundle_rows, store_rows
+from tests.engine.cards.cardutil import StoreSpec, build_store, bundle_rows, card_form, store_rows
 
 KEYS = st.sampled_from(["a", "b", "text", "value", "items", "note"])
 SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-10**6, 10**6), st.text(max_size=20),
@@ -55,7 +55,7 @@ def test_store_export_validate_reimport(spec):
         bundle = Bundle.load(run_dir / "card")
         problems = [p for p in validate_bundle(bundle) if p.code != "W_RUN_NOT_TERMINAL"]
         assert problems == []
-        assert bundle_rows(bundle) == store_rows(run_dir / "card.sqlite")
+        assert bundle_rows(bundle) == card_form(store_rows(run_dir / "card.sqlite"))
         big = any("big" in p for _, _, p in spec.events) or any("big" in p for _, _, p in spec.annotations)
         assert any(n.startswith("blobs/") for n in bundle.files) == big
         for data in bundle.files.values():
