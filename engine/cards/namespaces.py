@@ -4,6 +4,57 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
+
+
+class _Payload(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class JobPayload(_Payload):
+    """mpb.job: the job's identity on the run node."""
+
+    cell: dict[str, Any]
+    method: str | None = None
+    optimizer_seed: int | None = None
+    budget: int | None = None
+    protocol_conformant: bool | None = None
+    nonconformance_reasons: list[str] | None = None
+    endpoint_kind: str | None = None
+    task_model_id: str | None = None
+
+
+class ScorePayload(_Payload):
+    """mpb.score: the protocol scorer's verdict on a rollout node."""
+
+    value: float
+    feedback: str | None = None
+    malformed: bool = False
+    metadata: dict[str, Any] = {}
+    scorer: str | None = None
+
+
+class RolloutPayload(_Payload):
+    """mpb.rollout: a rollout's ledger outcome."""
+
+    status: str
+    example_id: str
+    phase: str
+    request_seed: int | None = None
+    bundle_sha256: str | None = None
+    attempts: int = 0
+    charged: bool = False
+    usage: dict[str, Any] | None = None
+    final_output: dict[str, Any] | None = None
+    budget_exhausted: bool = False
+    error: str | None = None
+    evaluation_id: str | None = None
+    position: int = 0
+
+
+PAYLOAD_MODELS: dict[str, type[BaseModel]] = {"mpb.job": JobPayload, "mpb.score": ScorePayload,
+                                              "mpb.rollout": RolloutPayload}
+
 KNOWN: dict[str, tuple[str, str]] = {
     "mpb.job": ("engine:job", "the job's identity on the run node: cell, method, optimizer seed, budget, "
                               "protocol conformance, endpoint kind and task model id"),
@@ -27,5 +78,7 @@ def declare_namespaces(annotations: list[dict[str, Any]], mutations: list[dict[s
         owner, description = KNOWN.get(ns, (actors.get(ns, "unknown"),
                                             f"namespace written by {actors.get(ns, 'an unknown actor')}; "
                                             "no description registered"))
-        out[ns] = {"owner": owner, "description": description, "schema": None}
+        model = PAYLOAD_MODELS.get(ns)
+        out[ns] = {"owner": owner, "description": description,
+                   "schema": None if model is None else model.model_json_schema()}
     return out
