@@ -53,6 +53,19 @@ def add_edge_checked(successors: dict[str, set[str]], source: str, target: str) 
     return None if back is None else [*back, target]
 
 
+def _set_annotation(state: ReplayState, m: dict[str, Any]) -> str | None:
+    new = m.get("new_value") or {}
+    akey = (str(m.get("target_type")), str(m.get("target_id") or ""), str(new.get("namespace")),
+            int(new.get("sequence") or 0))
+    if akey in state.annotations:
+        return f"annotation {akey} set twice"
+    payload = {HASHED: new[PAYLOAD_REF_KEY]} if PAYLOAD_REF_KEY in new else new.get("payload")
+    state.annotations[akey] = {"target_type": akey[0], "target_id": akey[1], "namespace": akey[2],
+                               "sequence": akey[3], "payload": payload, "created_at": m.get("created_at"),
+                               "run_id": m.get("run_id")}
+    return None
+
+
 def replay(mutations: Iterable[Located]) -> tuple[ReplayState, list[Problem]]:
     state = ReplayState()
     problems: list[Problem] = []
@@ -108,14 +121,9 @@ def replay(mutations: Iterable[Located]) -> tuple[ReplayState, list[Problem]]:
             else:
                 state.edges[key]["status"], state.edges[key]["updated_at"] = new.get("status"), at
         elif kind == "annotation.set":
-            akey = (str(m.get("target_type")), str(target), str(new.get("namespace")), int(new.get("sequence") or 0))
-            if akey in state.annotations:
-                bad(loc, f"annotation {akey} set twice")
-                continue
-            payload = ({HASHED: new[PAYLOAD_REF_KEY]} if PAYLOAD_REF_KEY in new else new.get("payload"))
-            state.annotations[akey] = {"target_type": akey[0], "target_id": akey[1], "namespace": akey[2],
-                                       "sequence": akey[3], "payload": payload, "created_at": at,
-                                       "run_id": m.get("run_id")}
+            problem = _set_annotation(state, m)
+            if problem:
+                bad(loc, problem)
         # every other mutation type (ledger.committed, phase.completed, run.status_changed, ...) is run-level
         # history without node/edge/annotation state.
     return state, problems

@@ -38,8 +38,8 @@ class Bundle:
     def load(cls, path: str | Path) -> "Bundle":
         path = Path(path)
         if path.is_dir():
-            files = {p.relative_to(path).as_posix(): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()}
-            return cls(files, path)
+            return cls({p.relative_to(path).as_posix(): p.read_bytes() for p in sorted(path.rglob("*"))
+                        if p.is_file()}, path)
         if path.is_file() and zipfile.is_zipfile(path):
             with zipfile.ZipFile(path) as zf:
                 infos = [i for i in zf.infolist() if not i.filename.endswith("/")]

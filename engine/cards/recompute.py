@@ -111,7 +111,8 @@ def recompute_rules(bundle: Bundle, registry: Any, drops: dict[str, Any], rows: 
 
 def headline_problems(manifest: Manifest, fresh: dict[str, Outcome]) -> list[Problem]:
     out: list[Problem] = []
-    test = manifest.run.get("test") if isinstance(manifest.run.get("test"), dict) else {}
+    raw_test = manifest.run.get("test")
+    test: dict[str, Any] = raw_test if isinstance(raw_test, dict) else {}
     for i, number in enumerate(manifest.reported):
         where = f"manifest.json:reported[{i}]"
         outcome = fresh.get(number.rule_id)
