@@ -1,8 +1,14 @@
-"""`card validate`: every check of spec 4.8 over a bundle directory or .zip.
+"""`card validate`: every check of spec 4.8, and the semantic checks hashes cannot give, over a bundle directory
+or .zip. Each defect has its own code (`core.cards.problems`).
 
-File-level checks (layout, manifest, hashes, counts, blobs) are here; the row-level checks are the pure functions
-of `core.cards.checks` (schemas, sequences, replay, namespaces, acyclicity, references, failure visibility,
-truncation) and `core.cards.scope` (registry, drops manifests, release scope), run over blob-resolved rows.
+File-level checks (layout, zip entry uniqueness, manifest, hashes, counts, every non-stream file hashed, blobs, the
+inline cap) are here and in `engine.cards.blobcheck`; the row-level checks are the pure functions of
+`core.cards.checks` (schemas, sequences, replay, namespaces, acyclicity, references, failure visibility,
+truncation), `core.cards.integrity` (attempt completeness, orphaned running nodes, rollout outcomes),
+`core.cards.scope` and `core.cards.omissions` (registry, drops manifests, release scope, redaction counts), and
+`engine.cards.bundles` (bundle records), run over blob-resolved rows. Last, `engine.cards.recompute` re-runs every
+recorded reporting rule through the code path of `card rescore` and compares it, and the manifest's headline
+numbers with the failure counts beside them, to what the streams give.
 """
 
 from __future__ import annotations

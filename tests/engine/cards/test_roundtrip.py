@@ -131,5 +131,9 @@ def test_cli(clean_job, tmp_path, capsys):
     assert main(["export", str(run_dir)]) == 2
     assert main(["export", str(run_dir), "--out", str(tmp_path / "d"), "--redact", "bogus.x"]) == 2
     assert main(["validate", str(tmp_path / "missing")]) == 2
+    assert main(["view", str(tmp_path / "missing"), "--out", str(tmp_path / "v")]) == 2
+    assert main(["export", str(tmp_path / "c.zip"), "--format", "parquet", "--out", str(tmp_path / "p"),
+                 "--redact", "events.payload"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 4 and all(line.startswith("python -m engine card") for line in err)
+    assert len(err) == 6 and all(line.startswith("python -m engine card") for line in err)
+    assert not (tmp_path / "v").exists() and not (tmp_path / "p").exists()
