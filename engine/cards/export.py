@@ -191,7 +191,7 @@ def export_card(run_dir: str | Path, out: str | Path | None = None, *, as_zip: b
     bundle.files[REGISTRY_FILE] = json_bytes([])
     set_manifest(bundle, manifest)
     if (run.get("test") or {}).get("baseline_mean") is not None:
-        _report_headline(bundle, run)
+        _report_headline(bundle, run, bool(redactions))
     if out is not None:
         target = Path(out)
         if as_zip:
@@ -205,10 +205,13 @@ HEADLINE_ARMS = {"baseline_mean": ("baseline",), "deployed_mean": ("deployed",),
                  "delta_pp": ("baseline", "deployed"), "valid_for_aggregation": ("baseline", "deployed")}
 
 
-def _report_headline(bundle: Bundle, run: dict[str, Any]) -> None:
+def _report_headline(bundle: Bundle, run: dict[str, Any], redacted: bool) -> None:
     """Record the protocol rule and list result.json's test numbers as the card's headline, each with the
     denominator and failure counts of the arms it is computed from."""
     outcome = apply_rule(bundle, "mpb.protocol")
+    if outcome.result.status != "ok" and redacted:
+        raise UsageError(f"the redaction removes what the headline rule mpb.protocol reads: "
+                         f"{outcome.result.message}; redact other fields or publish a derived_view card")
     values, arms = outcome.result.values, outcome.result.arms
     reported = [{"name": name, "value": run["test"][name], "source": "result.json:test",
                  "rule_id": outcome.entry.rule_id,

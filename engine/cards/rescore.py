@@ -14,7 +14,7 @@ from core.errors import ArtifactError
 from engine.cards.bundle import Bundle
 from engine.cards.manifest import json_bytes, set_manifest
 from engine.cards.reader import CardReader, Footprint
-from engine.cards.rules import RuleResult, get_rule
+from engine.cards.rules import MissingField, RuleResult, get_rule
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,10 @@ def run_rule(bundle: Bundle, name: str, preloaded: dict[str, list[Located]] | No
     rule = get_rule(name)
     reader = CardReader(bundle, preloaded)
     footprint = Footprint()
-    result = rule.compute(reader, footprint, rule.config)
+    try:
+        result = rule.compute(reader, footprint, rule.config)
+    except MissingField as exc:
+        result = RuleResult("missing_field", message=str(exc))
     drops_path = f"drops/{rule.rule_id}.json"
     entry = RuleEntry(
         rule_id=rule.rule_id, name=rule.name, kind=rule.kind, description=rule.description,

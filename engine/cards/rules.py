@@ -36,6 +36,11 @@ class RuleResult:
 Compute = Callable[[CardReader, Footprint, Mapping[str, Any]], RuleResult]
 
 
+class MissingField(Exception):
+    """Raised by a rule that meets a value it needs but the card does not hold (redacted, never recorded);
+    `run_rule` turns it into a `missing_field` result that says which."""
+
+
 @dataclass(frozen=True)
 class Rule:
     name: str

@@ -110,3 +110,13 @@ def test_credentials_never_reach_a_card(tmp_path):
         ("events", "payload.api_key"), ("events", "payload.request.headers.Authorization"),
         ("annotations", "payload.config.openai_api_key")}
     assert json.loads(bundle.files["manifest.json"])["run"]["run_id"] == "run-x"
+
+
+def test_redacting_what_the_headline_needs_is_refused(clean_job, tmp_path, capsys):
+    from engine.cards.cli import main
+
+    run_dir, _ = clean_job
+    assert main(["export", str(run_dir), "--out", str(tmp_path / "card"), "--redact", "annotations.payload.value"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "mpb.protocol" in err[0] and "not a number" in err[0]
+    assert not (tmp_path / "card").exists()
