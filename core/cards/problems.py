@@ -22,6 +22,7 @@ Codes (errors unless marked W_):
     E_REPLAY_MISMATCH         replaying mutations does not reproduce a nodes/edges/annotations row
     E_EDGE_CYCLE              an edge closes a cycle (checked after every edge.added, in sequence order)
     E_NAMESPACE_UNDECLARED    an annotation namespace is not declared in the manifest
+    E_NAMESPACE_SCHEMA        an annotation payload violates the schema its namespace declares
     E_REFERENCE               a row names a node, parent or target that does not exist
     E_LEVEL                   a node's level is not its parent's level + 1 (0 for roots)
     E_FAILURE_INVISIBLE       a failed/cancelled node lacks a status-change mutation with a reason

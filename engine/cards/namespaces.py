@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from core.cards.lines import Located
+from core.cards.omissions import marker_paths
+from core.cards.problems import Problem
 
 
 class _Payload(BaseModel):
@@ -64,6 +68,24 @@ KNOWN: dict[str, tuple[str, str]] = {
                                      "sha256, attempts, charged, usage, final output, budget_exhausted, error, "
                                      "evaluation id and position"),
 }
+
+
+def payload_problems(annotations: list[Located]) -> list[Problem]:
+    """Annotation payloads of this engine's namespaces satisfy the schema their declaration publishes (strict
+    types; a payload holding a redaction marker is exempt: the marker replaces a value of any type)."""
+    out = []
+    for loc in annotations:
+        model = PAYLOAD_MODELS.get(str(loc.row.get("namespace")))
+        payload = loc.row.get("payload")
+        if model is None or not isinstance(payload, dict) or marker_paths(payload):
+            continue
+        try:
+            model.model_validate(payload, strict=True)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            out.append(Problem("E_NAMESPACE_SCHEMA", loc.where, f"{loc.row.get('namespace')} payload."
+                                                                f"{'.'.join(map(str, first['loc']))}: {first['msg']}"))
+    return out
 
 
 def declare_namespaces(annotations: list[dict[str, Any]], mutations: list[dict[str, Any]]) -> dict[str, Any]:

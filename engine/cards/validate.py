@@ -31,6 +31,7 @@ from engine.cards.blobcheck import check_blobs
 from engine.cards.bundle import Bundle, stream_path
 from engine.cards.bundles import bundle_problems
 from engine.cards.manifest import MANIFEST
+from engine.cards.namespaces import payload_problems
 from engine.cards.recompute import headline_problems, recompute_rules
 
 
@@ -87,6 +88,7 @@ def validate_bundle(bundle: Bundle) -> list[Problem]:
     declared = set(manifest.namespaces) if manifest is not None else set()
     problems += check_rows(resolved, declared)
     problems += integrity_problems(resolved)
+    problems += payload_problems(resolved["annotations"])
     bundle_rows, bad_bundles = decode_lines(BUNDLES_FILE, files.get(BUNDLES_FILE, b""))
     problems += [Problem("E_BUNDLE_INVALID", where, msg) for where, msg in bad_bundles]
     problems += bundle_problems(bundle_rows, resolved["annotations"])

@@ -248,3 +248,8 @@ def test_errors_are_errors(card):
     edit_annotation(card, rollout_of(card, INFRA_ROW), "mpb.rollout", lambda p: p.update(attempts=2))
     reseal(card)
     assert errors(validate_bundle(card))
+
+
+def test_payload_against_its_namespace_schema(card):
+    edit_annotation(card, rollout_of(card, INFRA_ROW), "mpb.rollout", lambda p: p.update(attempts="3"))
+    forged(card, "E_NAMESPACE_SCHEMA")
