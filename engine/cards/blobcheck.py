@@ -13,7 +13,7 @@ from core.canonical import sha256_hex
 from core.cards.lines import Located
 from core.cards.model import STREAMS, Manifest
 from core.cards.problems import Problem
-from engine.cards.bundle import Bundle, blob_path
+from engine.cards.bundle import Bundle, blob_path, stream_path
 from engine.cards.manifest import MANIFEST
 
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
@@ -36,8 +36,11 @@ def check_blobs(bundle: Bundle, raw: dict[str, list[Located]], manifest: Manifes
     out: list[Problem] = []
     good: dict[str, Any] = {}
     referenced: set[str] = set()
+    holding = _lines_holding(bundle, BLOB_KEY)
     for stream in STREAMS:
         for loc in raw[stream]:
+            if loc.where not in holding:
+                continue
             found: list[tuple[str, Any]] = []
             _refs(loc.row, found)
             for ref, obj in found:
@@ -80,6 +83,20 @@ def check_blobs(bundle: Bundle, raw: dict[str, list[Located]], manifest: Manifes
             return [resolve(v) for v in value]
         return value
 
-    resolved = {s: [Located(loc.where, resolve(loc.row)) for loc in raw[s]] for s in STREAMS}
+    resolved = {s: [Located(loc.where, resolve(loc.row)) if loc.where in holding else loc for loc in raw[s]]
+                for s in STREAMS}
     return out, resolved
+
+
+def _lines_holding(bundle: Bundle, key: str) -> set[str]:
+    """`file:line` of every stream line whose bytes contain `"key"` (only those rows can hold a reference: a row
+    is one line and a key is never escaped), so the walk skips the rest."""
+    needle = json.dumps(key).encode("utf-8")
+    out = set()
+    for stream in STREAMS:
+        name = stream_path(stream)
+        data = bundle.files.get(name, b"")
+        if needle in data:
+            out |= {f"{name}:{i}" for i, line in enumerate(data.split(b"\n"), start=1) if needle in line}
+    return out
 

@@ -9,6 +9,7 @@ import inspect
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from types import CodeType
 from typing import Any, Literal
 
@@ -80,6 +81,7 @@ def _referenced(code: CodeType) -> set[str]:
     return names
 
 
+@lru_cache(maxsize=None)
 def code_closure(entry: Callable[..., Any]) -> dict[str, str]:
     """Qualified name -> source of `entry`, of every function or class of this project it references through
     module globals (transitively), and of the reader modules every rule reads through."""

@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from core.canonical import content_hash, sha256_hex
-from core.cards.checks import check_rows
+from core.cards.checks import TRUNCATION_WORDS, check_rows
 from core.cards.integrity import inline_cap_problems, integrity_problems
 from core.cards.lines import Located, decode_lines
 from core.cards.model import (BUNDLES_FILE, FORMAT, INLINE_CAP_BYTES, REDACTED_KEY, REDACTED_TOKEN, STREAMS,
@@ -86,7 +86,7 @@ def validate_bundle(bundle: Bundle) -> list[Problem]:
     problems += blob_problems
     # 4-11, 14 and the semantic integrity checks
     declared = set(manifest.namespaces) if manifest is not None else set()
-    problems += check_rows(resolved, declared)
+    problems += check_rows(resolved, declared, _may_be_truncated(bundle))
     problems += integrity_problems(resolved)
     problems += payload_problems(resolved["annotations"])
     bundle_rows, bad_bundles = decode_lines(BUNDLES_FILE, files.get(BUNDLES_FILE, b""))
@@ -111,6 +111,16 @@ def validate_bundle(bundle: Bundle) -> list[Problem]:
         rule_problems, fresh = recompute_rules(bundle, registry, drops, resolved)
         problems += rule_problems + headline_problems(manifest, fresh)
     return problems
+
+
+def _may_be_truncated(bundle: Bundle) -> set[str]:
+    def mentions(data: bytes) -> bool:
+        low = data.lower()
+        return any(word.encode() in low for word in TRUNCATION_WORDS)
+
+    if any(mentions(d) for n, d in bundle.files.items() if n.startswith("blobs/")):
+        return set(STREAMS)  # resolved rows carry blob text: walk them all
+    return {s for s in STREAMS if mentions(bundle.files.get(stream_path(s), b""))}
 
 
 def _cap_problems(bundle: Bundle, raw: dict[str, list[Located]], cap: int) -> list[Problem]:
