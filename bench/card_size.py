@@ -24,6 +24,7 @@ import io
 import json
 import random
 import re
+import shutil
 import sys
 import tempfile
 import time
@@ -175,10 +176,35 @@ def measure(root: Path, label: str, job: Path) -> dict[str, Any]:
     print(f"    card validate {validate_s:.2f} s (rule recomputation {recompute_s:.2f} s); baseline read+hash "
           f"{baseline:.3f} s -> ratio {validate_s / baseline:.1f}x; target < 10 s: "
           f"{'met' if validate_s < 10 else 'NOT met'}")
-    print(f"    card view {view_s:.2f} s, page {page.stat().st_size / 1024:.0f} KB")
+    print(f"    card view {view_s:.2f} s, page {page.stat().st_size / 1024:.0f} KB; {browser_timing(page)}")
     for name, kb in PAPER_KB_PER_RUN.items():
         print(f"    vs paper {name}: {kb} KB/run -> ratio {per / kb:.2f}x")
     return {"rollouts": rollouts, "validate_s": validate_s}
+
+
+def browser_timing(page: Path) -> str:
+    """Open the page in headless system Chromium (when Playwright and a `chromium` executable exist): time to
+    list every rollout, and to open one rollout's detail."""
+    executable = shutil.which("chromium") or shutil.which("chromium-browser")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        return "browser timing skipped (no Playwright)"
+    if executable is None:
+        return "browser timing skipped (no chromium executable)"
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=executable, headless=True, args=["--no-sandbox"])
+        tab = browser.new_page(viewport={"width": 1400, "height": 1000})
+        t0 = time.perf_counter()
+        tab.goto(page.as_uri())
+        rows = tab.locator("tr.rollout").count()
+        listed = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        tab.locator("tr.rollout").nth(rows // 2).click()
+        tab.locator("#detail .call").first.wait_for()
+        opened = time.perf_counter() - t0
+        browser.close()
+    return f"Chromium lists {rows} rollouts in {listed:.2f} s, opens one in {opened:.2f} s"
 
 
 def main() -> None:

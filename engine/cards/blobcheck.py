@@ -36,7 +36,7 @@ def check_blobs(bundle: Bundle, raw: dict[str, list[Located]], manifest: Manifes
     out: list[Problem] = []
     good: dict[str, Any] = {}
     referenced: set[str] = set()
-    holding = _lines_holding(bundle, BLOB_KEY)
+    holding = lines_holding(bundle, BLOB_KEY)
     for stream in STREAMS:
         for loc in raw[stream]:
             if loc.where not in holding:
@@ -88,7 +88,7 @@ def check_blobs(bundle: Bundle, raw: dict[str, list[Located]], manifest: Manifes
     return out, resolved
 
 
-def _lines_holding(bundle: Bundle, key: str) -> set[str]:
+def lines_holding(bundle: Bundle, key: str) -> set[str]:
     """`file:line` of every stream line whose bytes contain `"key"` (only those rows can hold a reference: a row
     is one line and a key is never escaped), so the walk skips the rest."""
     needle = json.dumps(key).encode("utf-8")

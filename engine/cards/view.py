@@ -17,9 +17,10 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from core.blobs import resolve
+from core.blobs import BLOB_KEY, resolve
 from core.cards.model import REGISTRY_FILE, STREAMS
 from core.errors import ArtifactError, UsageError
+from engine.cards.blobcheck import lines_holding
 from engine.cards.bundle import Bundle
 from engine.cards.view_page import page
 
@@ -123,7 +124,9 @@ def view_data(bundle: Bundle) -> dict[str, Any]:
         manifest = json.loads(bundle.files["manifest.json"])
         registry = json.loads(bundle.files.get(REGISTRY_FILE, b"[]"))
         drops = {n: json.loads(d) for n, d in bundle.files.items() if n.startswith("drops/")}
-        rows = {s: [resolve(loc.row, bundle.blob) for loc in bundle.rows(s)[0]] for s in STREAMS}
+        holding = lines_holding(bundle, BLOB_KEY)
+        rows = {s: [resolve(loc.row, bundle.blob) if loc.where in holding else loc.row for loc in bundle.rows(s)[0]]
+                for s in STREAMS}
     except (KeyError, ValueError) as exc:
         raise ArtifactError(f"card unreadable: {exc}") from exc
     rollouts = _rollouts(rows)
