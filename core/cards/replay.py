@@ -67,8 +67,7 @@ def _set_annotation(state: ReplayState, m: dict[str, Any]) -> str | None:
 
 
 def replay(mutations: Iterable[Located]) -> tuple[ReplayState, list[Problem]]:
-    state = ReplayState()
-    problems: list[Problem] = []
+    state, problems = ReplayState(), []
 
     def bad(loc: Located, msg: str, code: str = "E_REPLAY_INVALID") -> None:
         problems.append(Problem(code, loc.where, msg))

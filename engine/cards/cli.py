@@ -117,6 +117,8 @@ def _is_card(path: Path) -> bool:
 def _export(args: argparse.Namespace) -> int:
     redactions = [Redaction.parse(text) for text in args.redact]
     if args.format == "parquet":
+        if args.zip:
+            raise UsageError("--zip applies to --format jsonl; a Parquet export is a directory")
         if _is_card(args.run_dir):
             if redactions or args.release_class or args.license:
                 raise UsageError("--redact/--release-class/--license apply when exporting a job directory, not a card")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -121,4 +122,63 @@ def test_viewer_in_a_real_browser(team_card, browser, tmp_path):
 
     assert problems == []
     assert all(url.startswith("file://") for url in requests), requests
+    page.close()
+
+
+HOSTILE = "</script><script>window.pwned=1</script><img src=x onerror=\"window.pwned=2\">"
+
+
+def _hostile_card(root: Path) -> Path:
+    """A store whose example id, model response and score feedback are markup, with optimize-phase rollouts of two
+    candidate bundles (for the learning curve)."""
+    from engine.store import Store
+
+    async def go() -> None:
+        async with Store(root / "card.sqlite", run_id="r1") as store:
+            await store.add_node(node_id="run/r1", parent_id=None, instance_key="r1", task_key="job",
+                                 status="running", worker_key=None, level=0, actor="test")
+            for i, (bundle, value) in enumerate([("b1", 0.0), ("b1", 1.0), ("b2", 1.0), ("b2", 1.0)]):
+                node = f"optimize/{HOSTILE}/{i}"
+                await store.add_node(node_id=node, parent_id="run/r1", instance_key=HOSTILE, task_key="optimize",
+                                     status="running", worker_key=None, level=1, actor="test")
+                await store.record_event(execution_id=f"{node}#g0a1", node_id=node, worker_key="solver.0", sequence=0,
+                                         event_type="model_call", turn_id=None, started_at="2026-01-01T00:00:00Z",
+                                         completed_at=None, payload={"request": {"messages": [
+                                             {"role": "user", "content": HOSTILE}]},
+                                             "response": {"content": HOSTILE}, "error": None})
+                await store.annotate("node", node, "mpb.score", {"value": value, "feedback": HOSTILE}, actor="test")
+                await store.annotate("node", node, "mpb.rollout", {
+                    "status": "success" if value else "semantic_failure", "example_id": HOSTILE, "phase": "optimize",
+                    "attempts": 1, "bundle_sha256": bundle, "position": i, "budget_exhausted": False},
+                    actor="test")
+                await store.set_node_status(node, "completed", actor="test", reason="done")
+            await store.set_node_status("run/r1", "completed", actor="test", reason="done")
+
+    with ThreadPoolExecutor(1) as pool:  # Playwright's sync API holds this thread's event loop
+        pool.submit(anyio.run, go).result()
+    export_card(root, root / "card")
+    return root / "card"
+
+
+def test_card_text_never_runs_as_markup_and_the_curve_is_drawn(browser, tmp_path):
+    card = _hostile_card(tmp_path)
+    from engine.cards.view import view_data
+
+    curve = view_data(Bundle.load(card))["curve"]
+    assert [(p["x"], p["y"], p["n"]) for p in curve] == [(2, 0.5, 2), (4, 1.0, 2)]
+    assert main(["view", str(card), "--out", str(tmp_path / "view")]) == 0
+    page = browser.new_page()
+    problems: list[str] = []
+    requests: list[str] = []
+    page.on("pageerror", lambda e: problems.append(str(e)))
+    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+    page.on("request", lambda r: requests.append(r.url))
+    page.goto((tmp_path / "view" / "index.html").as_uri())
+    assert page.locator("tr.rollout").count() == 4
+    assert page.locator("#curve circle").count() == 2
+    page.locator("tr.rollout").first.click()
+    assert page.locator("#detail pre.response").first.inner_text() == HOSTILE  # shown as text
+    assert page.evaluate("window.pwned === undefined")
+    assert page.locator("img").count() == 0
+    assert problems == [] and all(url.startswith("file://") for url in requests), (problems, requests)
     page.close()
