@@ -46,6 +46,8 @@ Codes (errors unless marked W_):
     E_RULE_MISMATCH           a recorded rule's output differs from its recomputation over the streams
     E_DROPS_MISMATCH          a recorded drops manifest differs from the recomputed one
     E_HEADLINE_MISMATCH       a headline number (or the failure counts beside it) differs from the recomputation
+    E_PHASE_MISMATCH          numbers in a phase.completed mutation disagree with the rollouts they summarize
+    E_MANIFEST_MISMATCH       a fact the manifest states (run node status, vocabularies, bundle count) is untrue
     E_HEADLINE_UNVERIFIED     a headline number names a rule this validator cannot recompute
     W_RULE_UNKNOWN            a registry entry of a rule this engine does not have (cannot be recomputed)
     W_RULE_IMPLEMENTATION     a rule recorded by code whose closure hash differs from this engine's (re-run anyway)

@@ -156,3 +156,44 @@ def _run_counts_problems(test: dict[str, Any], manifest: Manifest, fresh: dict[s
                                                                          f"recomputation in "
                                                                          f"{_show(diff, counts, expected)}")]
     return []
+
+
+def _mean_of(rows: dict[str, list[Located]], evaluation_id: Any) -> float | None:
+    """Evaluation.mean as the job computes it: scores (0 when unscored) in position order, over every rollout."""
+    outcomes: dict[str, dict[str, Any]] = {}
+    scores: dict[str, Any] = {}
+    for loc in rows.get("annotations", []):
+        r = loc.row
+        if r.get("namespace") == "mpb.rollout":
+            outcomes[str(r.get("target_id"))] = r.get("payload") or {}
+        elif r.get("namespace") == "mpb.score":
+            scores[str(r.get("target_id"))] = (r.get("payload") or {}).get("value")
+    mine = sorted((p.get("position", 0), node) for node, p in outcomes.items()
+                  if p.get("evaluation_id") == evaluation_id and p.get("phase") == "validation")
+    values = [float(scores[node]) if isinstance(scores.get(node), (int, float)) else 0.0 for _, node in mine]
+    return sum(values) / len(values) if values else None
+
+
+def phase_problems(bundle: Bundle, rows: dict[str, list[Located]]) -> list[Problem]:
+    """The numbers the job wrote into its phase.completed mutations agree with the streams: the validation means
+    with their evaluations' rollouts, the test numbers and failure counts with the protocol rule."""
+    out: list[Problem] = []
+    for loc in rows.get("mutations", []):
+        new = loc.row.get("new_value") or {}
+        if loc.row.get("mutation_type") != "phase.completed":
+            continue
+        expected: dict[str, Any] = {}
+        if new.get("phase") == "validation":
+            expected = {"baseline_mean": _mean_of(rows, new.get("baseline_evaluation_id"))}
+            if new.get("candidate_evaluation_id") is not None:
+                expected["incumbent_mean"] = _mean_of(rows, new.get("candidate_evaluation_id"))
+        elif new.get("phase") == "test":
+            result = run_rule(bundle, "mpb.protocol", rows).result
+            expected = {k: result.values.get(k) for k in TEST_NUMBERS}
+            expected["failure_counts"] = {arm: a["counts"] for arm, a in result.arms.items()}
+        diff = [k for k in expected if k in new and canonical_json(new[k]) != canonical_json(expected[k])]
+        if diff:
+            out.append(Problem("E_PHASE_MISMATCH", loc.where, f"phase.completed {new.get('phase')}: "
+                                                              f"{_show(diff, new, expected)} disagrees with the "
+                                                              "rollouts it summarizes"))
+    return out

@@ -32,7 +32,7 @@ from engine.cards.bundle import Bundle, stream_path
 from engine.cards.bundles import bundle_problems
 from engine.cards.manifest import MANIFEST
 from engine.cards.namespaces import payload_problems
-from engine.cards.recompute import headline_problems, recompute_rules
+from engine.cards.recompute import headline_problems, phase_problems, recompute_rules
 
 
 APPEND_ONLY_STREAMS = ("events", "annotations", "mutations")  # nodes/edges are replayed state, not logs
@@ -109,8 +109,32 @@ def validate_bundle(bundle: Bundle) -> list[Problem]:
     problems += registry_problems(manifest, registry, drops, resolved)
     if not any(p.code in ("E_JSON", "E_ROW_SCHEMA", "E_BLOB_MISSING", "E_BLOB_HASH_MISMATCH") for p in problems):
         rule_problems, fresh = recompute_rules(bundle, registry, drops, resolved)
-        problems += rule_problems + headline_problems(manifest, fresh)
+        problems += rule_problems + headline_problems(manifest, fresh) + phase_problems(bundle, resolved)
+        problems += _manifest_facts(manifest, resolved, len(bundle_rows))
     return problems
+
+
+def _manifest_facts(manifest: Manifest, rows: dict[str, list[Located]], n_bundles: int) -> list[Problem]:
+    """What the manifest states about the rows (run node status and id, vocabularies, bundle count) is true."""
+    roots = [loc.row for loc in rows["nodes"] if loc.row.get("parent_id") is None]
+    facts: dict[str, tuple[Any, Any]] = {}
+    if roots and "run_node_status" in manifest.run:
+        facts["run.run_node_status"] = (manifest.run["run_node_status"], roots[0].get("status"))
+    if roots and "run_id" in manifest.run:
+        facts["run.run_id"] = (manifest.run["run_id"], roots[0].get("run_id"))
+    vocabularies = getattr(manifest, "vocabularies", None)
+    if isinstance(vocabularies, dict):
+        columns = {"event_types": ("events", "event_type"), "mutation_types": ("mutations", "mutation_type"),
+                   "node_statuses": ("nodes", "status")}
+        for key, (stream, column) in columns.items():
+            if key in vocabularies:
+                facts[f"vocabularies.{key}"] = (vocabularies[key], sorted({str(loc.row.get(column))
+                                                                           for loc in rows[stream]}))
+    bundles = getattr(manifest, "bundles", None)
+    if isinstance(bundles, dict) and "count" in bundles:
+        facts["bundles.count"] = (bundles["count"], n_bundles)
+    return [Problem("E_MANIFEST_MISMATCH", MANIFEST, f"{key} is {stated!r} but the card holds {actual!r}")
+            for key, (stated, actual) in facts.items() if stated != actual]
 
 
 def _may_be_truncated(bundle: Bundle) -> set[str]:

@@ -253,3 +253,29 @@ def test_errors_are_errors(card):
 def test_payload_against_its_namespace_schema(card):
     edit_annotation(card, rollout_of(card, INFRA_ROW), "mpb.rollout", lambda p: p.update(attempts="3"))
     forged(card, "E_NAMESPACE_SCHEMA")
+
+
+def _edit_phase(card: Bundle, phase: str, key: str, value: Any) -> None:
+    mutations = lines(card, "mutations")
+    [m] = [m for m in mutations if m["mutation_type"] == "phase.completed" and m["new_value"]["phase"] == phase]
+    m["new_value"][key] = value
+    put_lines(card, "mutations", mutations)
+
+
+def test_forged_numbers_in_the_phase_log(card):
+    _edit_phase(card, "test", "deployed_mean", 0.9)
+    forged(card, "E_PHASE_MISMATCH")
+
+
+def test_forged_validation_mean(card):
+    _edit_phase(card, "validation", "baseline_mean", 0.95)
+    forged(card, "E_PHASE_MISMATCH")
+
+
+def test_forged_manifest_facts(card):
+    man = manifest(card)
+    man["run"]["run_node_status"] = "failed"
+    man["vocabularies"]["node_statuses"] = ["completed"]
+    reseal(card, man)
+    found = [p for p in validate_bundle(card) if p.code == "E_MANIFEST_MISMATCH"]
+    assert len(found) == 2
