@@ -47,7 +47,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog=PROG, description="Export, validate and re-score rollout cards (rollout-card format 1.x).")
+    parser = _Parser(prog=PROG, description="Export, validate, re-score, convert and view rollout cards (format 1.x).")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     ex = sub.add_parser("export", help="write the rollout-card bundle of a job directory",
@@ -92,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     vw = sub.add_parser("view", help="write a static HTML viewer of a card",
                         description="Write DIR/index.html: one self-contained page (no server, no network) showing "
                                     "phases, learning curve, rollouts, agents, calls, rules, drops and redactions.")
-    vw.add_argument("card", type=Path, metavar="CARD")
+    vw.add_argument("card", type=Path, metavar="CARD", help="a card directory or .zip, or a Parquet export")
     vw.add_argument("--out", type=Path, required=True, metavar="DIR")
     return parser
 
@@ -192,7 +192,8 @@ def _schema(args: argparse.Namespace) -> int:
 
 
 def _view(args: argparse.Namespace) -> int:
-    page = write_view(Bundle.load(args.card), args.out)
+    parquet = args.card.is_dir() and (args.card / "parquet.json").is_file()
+    page = write_view(import_parquet(args.card) if parquet else Bundle.load(args.card), args.out)
     print(f"viewer -> {page}")
     return 0
 

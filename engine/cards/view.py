@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from core.blobs import BLOB_KEY, resolve
-from core.cards.model import REGISTRY_FILE, STREAMS
+from core.cards.lines import loads
+from core.cards.model import BUNDLES_FILE, REGISTRY_FILE, STREAMS
 from core.errors import ArtifactError, UsageError
 from engine.cards.blobcheck import lines_holding
 from engine.cards.bundle import Bundle
@@ -134,7 +135,9 @@ def view_data(bundle: Bundle) -> dict[str, Any]:
               "config": e.get("config"), **{k: (e.get("output_target") or {}).get(k) for k in
                                             ("status", "values", "arms", "message")},
               "drops": drops.get(str(e.get("drops_manifest")))} for e in registry if isinstance(e, dict)]
+    bundles = [loads(line) for line in bundle.files.get(BUNDLES_FILE, b"").decode("utf-8").split("\n") if line]
     return {"card_id": manifest.get("card_id"), "run": manifest.get("run"), "reported": manifest.get("reported"),
+            "bundles": bundles,
             "release_scope": manifest.get("release_scope"), "phases": _phases(rows["mutations"]),
             "curve": _curve(rollouts, rows["annotations"]), "rules": rules, "rollouts": rollouts,
             "details": _details(rows, {r["id"] for r in rollouts})}

@@ -78,6 +78,12 @@ function rules(){
     esc(o.field_path)+(o.row_filter?" <span class=muted>("+esc(o.row_filter)+")</span>":"")+"</td><td>"+
     esc(o.rows_affected)+"</td><td>"+esc(o.reason_code)+": "+esc(o.reason)+"</td></tr>").join("")+"</table>":
     "<p class=muted>nothing removed</p>");}
+function bundles(){
+  $("bundles").innerHTML=(DATA.bundles||[]).map((b)=>"<details class=bundle><summary><b>"+esc(b.used_as.join(", "))+
+    "</b> <span class=muted>"+esc(String(b.bundle_sha256).slice(0,16))+"…</span></summary>"+Object.entries(b.roles||{})
+    .map(([role,text])=>"<div><b>"+esc(role)+"</b><pre>"+esc(typeof text==="string"?text:JSON.stringify(text))+
+    "</pre></div>").join("")+"<div class=muted>demos: "+esc((b.demos||[]).length)+"</div></details>").join("")||
+    "<p class=muted>no bundle records</p>";}
 function list(){
   $("rollout-list").innerHTML="<table><thead><tr><th>phase</th><th>example</th><th>status</th><th>score</th>"+
     "<th>attempts</th></tr></thead><tbody>"+DATA.rollouts.map((r,i)=>"<tr class='rollout"+(isFailed(r)?" failed":"")+
@@ -131,7 +137,7 @@ function show(i,tr){
     esc(x.rule_id)+"</td><td class=rule-score>"+esc(treatment(x,r))+"</td></tr>").join("")+"</table><h2>agents ("+
     d.agents.length+") — who read whom</h2>"+graph(d)+"<h2>calls ("+d.calls.length+", attempts "+
     Object.keys(seen).length+")</h2>"+calls;}
-header();phases();curve();rules();list();
+header();phases();curve();rules();bundles();list();
 """
 
 
@@ -145,7 +151,8 @@ def page(data: dict[str, Any]) -> str:
             "<div class=sub id=subtitle></div></header><main><div><section><h2>Headline</h2><div id=headline></div>"
             "</section><section><h2>Rollouts <span class=muted id=count></span></h2><input id=search type=search "
             "placeholder='filter by example id'><div id=rollout-list></div></section><section><h2>Phases</h2>"
-            "<div id=phases></div></section><section><h2>Learning curve</h2><div id=curve></div></section></div><div>"
+            "<div id=phases></div></section><section><h2>Learning curve</h2><div id=curve></div></section><section>"
+            "<h2>Prompt bundles</h2><div id=bundles></div></section></div><div>"
             "<section id=detail><p class=muted>Open a rollout to see its agents, calls and scores.</p></section>"
             "<section><h2>Reporting rules and drops</h2><div id=rules></div></section><section><h2>Redactions"
             "</h2><div id=redactions></div></section></div></main>"

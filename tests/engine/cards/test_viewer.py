@@ -6,6 +6,7 @@ artifact under the test's tmp dir."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from concurrent.futures import ThreadPoolExecutor
@@ -181,4 +182,19 @@ def test_card_text_never_runs_as_markup_and_the_curve_is_drawn(browser, tmp_path
     assert page.evaluate("window.pwned === undefined")
     assert page.locator("img").count() == 0
     assert problems == [] and all(url.startswith("file://") for url in requests), (problems, requests)
+    page.close()
+
+
+def test_viewer_reads_a_parquet_export_and_shows_the_bundles(team_card, browser, tmp_path):
+    pytest.importorskip("pyarrow", reason="pyarrow is not installed (extra parquet)")
+    assert main(["export", str(team_card), "--format", "parquet", "--out", str(tmp_path / "pq")]) == 0
+    assert main(["view", str(tmp_path / "pq"), "--out", str(tmp_path / "view")]) == 0
+    roles = [json.loads(line)["roles"] for line in Bundle.load(team_card).files["bundles.jsonl"].splitlines()]
+    page = browser.new_page()
+    page.goto((tmp_path / "view" / "index.html").as_uri())
+    assert page.locator("tr.rollout").count() == sum(
+        1 for a in lines(Bundle.load(team_card), "annotations") if a["namespace"] == "mpb.rollout")
+    page.locator("details.bundle").first.click()
+    shown = page.locator("details.bundle").first.locator("pre").all_inner_texts()
+    assert shown == list(roles[0].values()) and len(shown) == 4
     page.close()
