@@ -109,7 +109,9 @@ def recompute_rules(bundle: Bundle, registry: Any, drops: dict[str, Any], rows: 
     return out, fresh
 
 
-def headline_problems(manifest: Manifest, fresh: dict[str, Outcome]) -> list[Problem]:
+def headline_problems(manifest: Manifest, fresh: dict[str, Outcome], counts_required: bool = True
+                      ) -> list[Problem]:
+    """`counts_required`: the format version requires failure counts beside every headline (1.1 on)."""
     out: list[Problem] = []
     raw_test = manifest.run.get("test")
     test: dict[str, Any] = raw_test if isinstance(raw_test, dict) else {}
@@ -128,7 +130,7 @@ def headline_problems(manifest: Manifest, fresh: dict[str, Outcome]) -> list[Pro
         recorded_arms = {k: v.model_dump(mode="json") for k, v in number.arms.items()}
         expected = {k: {"denominator": arms[k]["denominator"], "counts": arms[k]["counts"]} for k in recorded_arms
                     if k in arms}
-        if arms and not recorded_arms:
+        if arms and not recorded_arms and counts_required:
             out.append(Problem("E_HEADLINE_MISMATCH", where, f"{number.name} carries no failure counts beside it"))
         diff = list(differences(recorded_arms, expected))
         if diff:

@@ -91,7 +91,7 @@ def validate_bundle(bundle: Bundle) -> list[Problem]:
     problems += payload_problems(resolved["annotations"])
     bundle_rows, bad_bundles = decode_lines(BUNDLES_FILE, files.get(BUNDLES_FILE, b""))
     problems += [Problem("E_BUNDLE_INVALID", where, msg) for where, msg in bad_bundles]
-    problems += bundle_problems(bundle_rows, resolved["annotations"])
+    problems += bundle_problems(bundle_rows, resolved["annotations"], manifest is None or since_1_1(manifest))
     if manifest is None:
         return problems
     # 12, 13: registry, drops, release scope (redaction counts re-counted), then every rule recomputed
@@ -109,7 +109,8 @@ def validate_bundle(bundle: Bundle) -> list[Problem]:
     problems += registry_problems(manifest, registry, drops, resolved)
     if not any(p.code in ("E_JSON", "E_ROW_SCHEMA", "E_BLOB_MISSING", "E_BLOB_HASH_MISMATCH") for p in problems):
         rule_problems, fresh = recompute_rules(bundle, registry, drops, resolved)
-        problems += rule_problems + headline_problems(manifest, fresh) + phase_problems(bundle, resolved)
+        problems += rule_problems + headline_problems(manifest, fresh, since_1_1(manifest))
+        problems += phase_problems(bundle, resolved)
         problems += _manifest_facts(manifest, resolved, len(bundle_rows))
     return problems
 
@@ -155,6 +156,16 @@ def _cap_problems(bundle: Bundle, raw: dict[str, list[Located]], cap: int) -> li
         if long_lines:
             out += inline_cap_problems(stream, [loc for loc in raw[stream] if loc.where in long_lines], cap)
     return out
+
+
+def since_1_1(manifest: Manifest) -> bool:
+    """Format 1.1 added bundle records and failure counts beside headlines; a 1.0 card is not required to have
+    them (consumers tolerate minor versions)."""
+    try:
+        major, minor = (int(p) for p in manifest.format_version.split(".")[:2])
+    except ValueError:
+        return True
+    return (major, minor) >= (1, 1)
 
 
 def _manifest(data: bytes | None, problems: list[Problem]) -> Manifest | None:

@@ -279,3 +279,16 @@ def test_forged_manifest_facts(card):
     reseal(card, man)
     found = [p for p in validate_bundle(card) if p.code == "E_MANIFEST_MISMATCH"]
     assert len(found) == 2
+
+
+def test_a_format_1_0_card_needs_no_bundle_records_or_headline_counts(card):
+    man = manifest(card)
+    man["format_version"] = "1.0.0"
+    for number in man["reported"]:
+        del number["arms"]
+    del card.files["bundles.jsonl"], man["bundles"]
+    reseal(card, man)
+    assert codes(card) == set()
+    man["format_version"] = "1.1.0"
+    reseal(card, man)
+    assert codes(card) == {"E_BUNDLE_MISSING", "E_HEADLINE_MISMATCH"}
