@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from core.cards.lines import Located
-from core.cards.model import REDACTED_KEY, REDACTED_TOKEN, STREAMS, BUNDLES_FILE, ReleaseScope
+from core.cards.model import BUNDLES_FILE, REDACTED_KEY, REDACTED_TOKEN, STREAMS, ReleaseScope
 from core.cards.problems import Problem
 
 OMISSION_STREAMS: tuple[str, ...] = (*STREAMS, "bundles")
