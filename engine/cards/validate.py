@@ -81,7 +81,11 @@ def validate_bundle(bundle: Bundle) -> list[Problem]:
     # 3. hashes, counts, blobs and the inline cap
     if manifest is not None:
         problems += _hash_problems(bundle, manifest, raw)
-    problems += _cap_problems(bundle, raw, manifest.blobs.inline_cap_bytes if manifest else INLINE_CAP_BYTES)
+    if manifest is not None and manifest.blobs.inline_cap_bytes != INLINE_CAP_BYTES:
+        problems.append(Problem("E_INLINE_CAP", MANIFEST, f"blobs.inline_cap_bytes is "
+                                                          f"{manifest.blobs.inline_cap_bytes}; the format's cap is "
+                                                          f"{INLINE_CAP_BYTES}"))
+    problems += _cap_problems(bundle, raw, INLINE_CAP_BYTES)
     blob_problems, resolved = check_blobs(bundle, raw, manifest)
     problems += blob_problems
     # 4-11, 14 and the semantic integrity checks

@@ -292,3 +292,14 @@ def test_a_format_1_0_card_needs_no_bundle_records_or_headline_counts(card):
     man["format_version"] = "1.1.0"
     reseal(card, man)
     assert codes(card) == {"E_BUNDLE_MISSING", "E_HEADLINE_MISMATCH"}
+
+
+def test_raising_the_declared_cap_does_not_license_an_inline_value(card):
+    events = lines(card, "events")
+    events[0]["payload"]["note"] = "x" * 100_000
+    put_lines(card, "events", events)
+    man = manifest(card)
+    man["blobs"]["inline_cap_bytes"] = 1_000_000
+    reseal(card, man)
+    found = [p for p in validate_bundle(card) if p.code == "E_INLINE_CAP"]
+    assert {p.location for p in found} == {"manifest.json", "events.jsonl:1"}
