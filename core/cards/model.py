@@ -14,7 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, field_validator
 
 FORMAT = "rollout-card"
-FORMAT_VERSION = "1.0.0"
+FORMAT_VERSION = "1.1.0"  # 1.1: payload_sha256 in annotation.set, bundles.jsonl, failure counts beside headlines
 SUPPORTED_MAJOR = 1
 INLINE_CAP_BYTES = 65536
 STREAMS: tuple[str, ...] = ("events", "nodes", "edges", "annotations", "mutations")
@@ -28,6 +28,10 @@ EDGE_STATUSES = ("pending", "satisfied", "invalidated")
 TERMINAL_NODE_STATUSES = ("completed", "failed", "cancelled", "skipped")
 LOSS_DECLARATIONS = ("observed", "author_declared", "source_missing", "source_malformed")
 REDACTED_KEY = "$redacted"
+REDACTED_TOKEN = "[redacted"  # in-string form: "[redacted]" (credentials) or "[redacted:<reason_code>]" (followed)
+PAYLOAD_REF_KEY = "payload_sha256"  # annotation.set mutations reference their annotation's payload by hash
+BUNDLES_FILE = "bundles.jsonl"
+RUN_STATUSES = ("pending", "running", "evaluating", "completed", "failed", "cancelled")
 
 
 def _timestamp(value: str | None) -> str | None:
@@ -188,12 +192,21 @@ class FileEntry(BaseModel):
     bytes: int
 
 
+class ArmCounts(BaseModel):
+    """Beside every headline number: the denominator and failure counts of each arm it is computed from."""
+
+    model_config = ConfigDict(extra="allow")
+    denominator: int
+    counts: dict[str, int]
+
+
 class ReportedNumber(BaseModel):
     model_config = ConfigDict(extra="allow")
     name: str
     value: Any
     source: str
     rule_id: str
+    arms: dict[str, ArmCounts] = Field(default_factory=dict)
 
 
 class Manifest(BaseModel):
@@ -265,6 +278,17 @@ class DropsManifest(_Strict):
     filters: list[FilterRecord]
     collapses: list[str]
     semantic_losses: list[SemanticLoss]
+
+
+class BundleRecord(_Strict):
+    """A prompt bundle as a first-class card record (bundles.jsonl): role texts, demos, metadata, digest and what
+    the run used it as (seed, incumbent, deployed)."""
+
+    bundle_sha256: str
+    roles: dict[str, Any]
+    demos: list[Any]
+    metadata: dict[str, Any]
+    used_as: list[str]
 
 
 def is_redacted(value: Any) -> bool:

@@ -2,7 +2,8 @@
 
 Codes (errors unless marked W_):
     E_LAYOUT_MISSING          a required file of the bundle is absent
-    W_UNKNOWN_FILE            a top-level file the format does not name
+    E_ZIP_DUPLICATE           a zip holds the same entry name more than once
+    E_UNHASHED_FILE           a file that is neither a stream, a blob nor listed (hashed) in manifest.files
     E_MANIFEST_INVALID        manifest.json does not parse or lacks required keys
     E_VERSION_UNSUPPORTED     format or major format_version not supported
     E_HASH_MISMATCH           a stream or listed file's sha256 differs from the manifest
@@ -21,6 +22,7 @@ Codes (errors unless marked W_):
     E_REPLAY_MISMATCH         replaying mutations does not reproduce a nodes/edges/annotations row
     E_EDGE_CYCLE              an edge closes a cycle (checked after every edge.added, in sequence order)
     E_NAMESPACE_UNDECLARED    an annotation namespace is not declared in the manifest
+    E_NAMESPACE_SCHEMA        an annotation payload violates the schema its namespace declares
     E_REFERENCE               a row names a node, parent or target that does not exist
     E_LEVEL                   a node's level is not its parent's level + 1 (0 for roots)
     E_FAILURE_INVISIBLE       a failed/cancelled node lacks a status-change mutation with a reason
@@ -34,7 +36,24 @@ Codes (errors unless marked W_):
     E_REGISTRY_INCOMPLETE     a reported number has no rule entry reproducing it
     E_DROPS_MISSING           a rule entry's drops manifest is absent
     E_DROPS_INVALID           a drops manifest names streams, fields or namespaces the card lacks
-    E_RELEASE_SCOPE           release scope class/omissions invalid or inconsistent with the rows
+    E_RELEASE_SCOPE           release scope class/omissions invalid, or a redaction marker no omission declares
+    E_REDACTION_COUNT         an omission's rows_affected differs from the rows that hold its markers
+    E_INLINE_CAP              a JSON value over the inline cap (default 64 KB) written inline, not as a blob
+    E_ATTEMPT_MISSING         a rollout claims attempts whose calls are not in the events
+    E_ATTEMPT_UNCLAIMED       an errored call belongs to no attempt its rollout claims (or to no rollout)
+    E_ORPHAN_RUNNING          a node still `running` in a finished or failed run
+    E_ROLLOUT_INCONSISTENT    a rollout's recorded outcome contradicts its node status or its score
+    E_RULE_MISMATCH           a recorded rule's output differs from its recomputation over the streams
+    E_DROPS_MISMATCH          a recorded drops manifest differs from the recomputed one
+    E_HEADLINE_MISMATCH       a headline number (or the failure counts beside it) differs from the recomputation
+    E_PHASE_MISMATCH          numbers in a phase.completed mutation disagree with the rollouts they summarize
+    E_MANIFEST_MISMATCH       a fact the manifest states (run node status, vocabularies, bundle count) is untrue
+    E_HEADLINE_UNVERIFIED     a headline number names a rule this validator cannot recompute
+    W_RULE_UNKNOWN            a registry entry of a rule this engine does not have (cannot be recomputed)
+    W_RULE_IMPLEMENTATION     a rule recorded by code whose closure hash differs from this engine's (re-run anyway)
+    E_BUNDLE_INVALID          a bundles.jsonl row is not a bundle record
+    E_BUNDLE_DIGEST           a bundle record's roles/demos/metadata do not hash to its bundle_sha256
+    E_BUNDLE_MISSING          a test rollout ran a bundle the card has no record of
 """
 
 from __future__ import annotations

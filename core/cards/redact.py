@@ -100,10 +100,80 @@ def redact_path(value: Any, segments: list[str], reason_code: str) -> tuple[Any,
 
 
 def mirror_paths(stream: str, segments: list[str]) -> list[tuple[str, list[str], str]]:
-    """Where else the same value is recorded: (stream, segments, mutation_type the rows must have).
-    An annotation payload is repeated in its annotation.set mutation; a node column in node.added."""
-    if stream == "annotations" and segments and segments[0] == "payload":
-        return [("mutations", ["new_value", *segments], "annotation.set")]
+    """Where else the same column is recorded: (stream, segments, mutation_type the rows must have). A node column
+    is repeated in its node.added mutation. (An annotation payload is stored once: its annotation.set mutation
+    references it by hash.)"""
     if stream == "nodes" and segments and segments[0] not in ("node_id", "created_at", "updated_at", "run_id"):
         return [("mutations", ["new_value", *segments], "node.added")]
     return []
+
+
+# ------------------------------------------------------------------------------------------------ following values
+MIN_FOLLOW_CHARS = 8  # shorter strings ("A", "42", "yes") cannot be told apart from unrelated text
+
+
+def values_at(value: Any, segments: list[str]) -> list[Any]:
+    """Every value at `segments` (lists traversed element-wise, `*` matches every key)."""
+    if not segments:
+        return [value]
+    if isinstance(value, list):
+        return [v for item in value for v in values_at(item, segments)]
+    if not isinstance(value, dict):
+        return []
+    head, rest = segments[0], segments[1:]
+    keys = list(value) if head == "*" else [head] if head in value else []
+    return [v for key in keys for v in values_at(value[key], rest)]
+
+
+def leaf_strings(value: Any) -> set[str]:
+    """The strings inside `value` long enough to be followed elsewhere (redaction markers excluded)."""
+    if isinstance(value, str):
+        return {value} if len(value) >= MIN_FOLLOW_CHARS else set()
+    if isinstance(value, dict):
+        if REDACTED_KEY in value:
+            return set()
+        return {s for v in value.values() for s in leaf_strings(v)}
+    if isinstance(value, list):
+        return {s for v in value for s in leaf_strings(v)}
+    return set()
+
+
+MIN_CONTAINED_CHARS = 32  # a string this long found inside a removed value is part of what was removed
+
+
+class Follower:
+    """Removes removed values wherever else they were written: a string equal to one becomes the marker object, a
+    string containing one has each occurrence replaced by `[redacted:<reason_code>]`, and a string of at least
+    MIN_CONTAINED_CHARS characters that occurs inside a removed value (a role text inside a removed system
+    message, an agent's reply quoted in a removed prompt) becomes the marker object."""
+
+    def __init__(self, strings: set[str], reason_code: str):
+        self.exact = set(strings)
+        self.haystack = "\x00".join(sorted(self.exact))
+        ordered = sorted(self.exact, key=lambda s: (-len(s), s))
+        self.pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+        self.reason_code = reason_code
+        self.token = f"[redacted:{reason_code}]"
+
+    def apply(self, value: Any, path: str, hits: set[str]) -> Any:
+        """Return the cleaned copy of `value`; add the dotted path (no list indices) of every change to `hits`."""
+        if self.pattern is None:
+            return value
+        if isinstance(value, str):
+            if value in self.exact:
+                hits.add(path or "<value>")
+                return marker(self.reason_code)
+            if self.pattern.search(value):
+                hits.add(path or "<value>")
+                return self.pattern.sub(self.token, value)
+            if len(value) >= MIN_CONTAINED_CHARS and value in self.haystack:
+                hits.add(path or "<value>")
+                return marker(self.reason_code)
+            return value
+        if isinstance(value, dict):
+            if REDACTED_KEY in value:
+                return value
+            return {k: self.apply(v, f"{path}.{k}" if path else k, hits) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.apply(v, path, hits) for v in value]
+        return value

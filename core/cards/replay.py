@@ -1,7 +1,8 @@
 """Append-only replay: rebuild nodes, edges and annotations from the mutation log alone (spec 4.8 checks 7 and 9).
 
 Each node/edge/annotation row of a card must equal the state the mutations leave behind, timestamps included:
-`node.added`/`edge.added`/`annotation.set` create rows (created_at = updated_at = the mutation's created_at),
+`node.added`/`edge.added`/`annotation.set` create rows (an annotation.set mutation references its payload by
+`payload_sha256`, the content hash of the annotation row's payload, so the value is stored once) (created_at = updated_at = the mutation's created_at),
 `*.status_changed` and `node.field_changed` update them (updated_at = the mutation's created_at), tombstones
 (`node.removed`, `edge.removed`) remove them. The edge graph is checked for a cycle after every edge.added.
 """
@@ -13,10 +14,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.cards.lines import Located
+from core.cards.model import PAYLOAD_REF_KEY
 from core.cards.problems import Problem
 
 EdgeKey = tuple[str, str]
 AnnotationKey = tuple[str, str, str, int]
+HASHED = "$sha256"  # replayed state that only knows a value's content hash (an annotation payload stored once)
 NODE_FIELDS = ("parent_id", "instance_key", "task_key", "status", "assigned_worker_key", "level")
 
 
@@ -50,9 +53,21 @@ def add_edge_checked(successors: dict[str, set[str]], source: str, target: str) 
     return None if back is None else [*back, target]
 
 
+def _set_annotation(state: ReplayState, m: dict[str, Any]) -> str | None:
+    new = m.get("new_value") or {}
+    akey = (str(m.get("target_type")), str(m.get("target_id") or ""), str(new.get("namespace")),
+            int(new.get("sequence") or 0))
+    if akey in state.annotations:
+        return f"annotation {akey} set twice"
+    payload = {HASHED: new[PAYLOAD_REF_KEY]} if PAYLOAD_REF_KEY in new else new.get("payload")
+    state.annotations[akey] = {"target_type": akey[0], "target_id": akey[1], "namespace": akey[2],
+                               "sequence": akey[3], "payload": payload, "created_at": m.get("created_at"),
+                               "run_id": m.get("run_id")}
+    return None
+
+
 def replay(mutations: Iterable[Located]) -> tuple[ReplayState, list[Problem]]:
-    state = ReplayState()
-    problems: list[Problem] = []
+    state, problems = ReplayState(), []
 
     def bad(loc: Located, msg: str, code: str = "E_REPLAY_INVALID") -> None:
         problems.append(Problem(code, loc.where, msg))
@@ -105,13 +120,9 @@ def replay(mutations: Iterable[Located]) -> tuple[ReplayState, list[Problem]]:
             else:
                 state.edges[key]["status"], state.edges[key]["updated_at"] = new.get("status"), at
         elif kind == "annotation.set":
-            akey = (str(m.get("target_type")), str(target), str(new.get("namespace")), int(new.get("sequence") or 0))
-            if akey in state.annotations:
-                bad(loc, f"annotation {akey} set twice")
-                continue
-            state.annotations[akey] = {"target_type": akey[0], "target_id": akey[1], "namespace": akey[2],
-                                       "sequence": akey[3], "payload": new.get("payload"), "created_at": at,
-                                       "run_id": m.get("run_id")}
+            problem = _set_annotation(state, m)
+            if problem:
+                bad(loc, problem)
         # every other mutation type (ledger.committed, phase.completed, run.status_changed, ...) is run-level
         # history without node/edge/annotation state.
     return state, problems

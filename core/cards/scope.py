@@ -6,20 +6,24 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from core.cards.checks import redacted_streams, same
+from core.cards.checks import same
 from core.cards.lines import Located
 from core.cards.model import STREAMS, DropsManifest, Manifest, ReleaseScope, RuleEntry
+from core.cards.omissions import OMISSION_STREAMS, omission_problems
 from core.cards.problems import Problem
 
 REGISTRY_WHERE = "reporting_rules.json"
 
 
-def release_scope_problems(scope: ReleaseScope, rows: dict[str, list[Located]]) -> list[Problem]:
+def release_scope_problems(scope: ReleaseScope, rows: dict[str, list[Located]],
+                           may_hold_markers: set[str] | None = None) -> list[Problem]:
+    """`rows`: the five streams plus `bundles`, blob references resolved; `may_hold_markers`: streams whose bytes
+    contain marker text (default: all)."""
     out = []
     where = "manifest.json:release_scope"
-    columns = {stream: {k for loc in rows.get(stream, []) for k in loc.row} for stream in STREAMS}
+    columns = {stream: {k for loc in rows.get(stream, []) for k in loc.row} for stream in OMISSION_STREAMS}
     for i, om in enumerate(scope.omissions):
-        if om.stream not in STREAMS:
+        if om.stream not in OMISSION_STREAMS:
             out.append(Problem("E_RELEASE_SCOPE", where, f"omission {i} names unknown stream {om.stream!r}"))
         elif om.field_path.split(".")[0] not in columns[om.stream]:
             out.append(Problem("E_RELEASE_SCOPE", where, f"omission {i}: {om.stream} has no field "
@@ -28,11 +32,7 @@ def release_scope_problems(scope: ReleaseScope, rows: dict[str, list[Located]]) 
         out.append(Problem("E_RELEASE_SCOPE", where, "class full_trace but omissions are listed"))
     if scope.class_ == "redacted_trace" and not scope.omissions:
         out.append(Problem("E_RELEASE_SCOPE", where, "class redacted_trace but no omission is listed"))
-    declared = {om.stream for om in scope.omissions}
-    for stream, n in redacted_streams(rows).items():
-        if stream not in declared:
-            out.append(Problem("E_RELEASE_SCOPE", f"{stream}.jsonl", f"{n} row(s) hold redaction markers but "
-                                                                     "release_scope.omissions lists none for it"))
+    out += omission_problems(scope, rows, set(OMISSION_STREAMS) if may_hold_markers is None else may_hold_markers)
     return out
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.cards.reader import CardReader, Footprint, Row
-from engine.cards.rules import Rule, RuleResult, register
+from engine.cards.rules import MissingField, Rule, RuleResult, register
 
 USABLE = ("success", "semantic_failure")
 AGGREGATE_COLLAPSES = ("containment_flattening", "concurrency_collapse")
@@ -49,7 +49,13 @@ class Rollout:
 
     def score(self) -> float:
         """The protocol score: 0.0 when the scorer never produced a verdict (infrastructure failure)."""
-        return 0.0 if self.score_row is None else float(self.score_row.path("payload.value"))
+        if self.score_row is None:
+            return 0.0
+        value = self.score_row.path("payload.value")
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise MissingField(f"mpb.score payload.value of {self.node_id!r} is {value!r}, not a number "
+                               "(redacted or never recorded)")
+        return float(value)
 
 
 def test_phase(reader: CardReader) -> dict[str, Any] | None:

@@ -8,6 +8,7 @@ import os
 import shutil
 import tempfile
 import zipfile
+from collections import Counter
 from pathlib import Path
 
 from core.cards.lines import Located, decode_lines
@@ -26,23 +27,29 @@ def stream_path(stream: str) -> str:
 
 
 class Bundle:
-    def __init__(self, files: dict[str, bytes] | None = None, source: Path | None = None):
+    def __init__(self, files: dict[str, bytes] | None = None, source: Path | None = None,
+                 duplicates: list[str] | None = None):
         self.files: dict[str, bytes] = dict(files or {})
         self.source = source
+        self.duplicates: list[str] = list(duplicates or [])  # zip entry names that occur more than once
 
     # ------------------------------------------------------------------ loading
     @classmethod
     def load(cls, path: str | Path) -> "Bundle":
         path = Path(path)
         if path.is_dir():
-            files = {p.relative_to(path).as_posix(): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()}
-            return cls(files, path)
+            return cls({p.relative_to(path).as_posix(): p.read_bytes() for p in sorted(path.rglob("*"))
+                        if p.is_file()}, path)
         if path.is_file() and zipfile.is_zipfile(path):
             with zipfile.ZipFile(path) as zf:
-                names = [n for n in zf.namelist() if not n.endswith("/")]
+                infos = [i for i in zf.infolist() if not i.filename.endswith("/")]
+                names = [i.filename for i in infos]
                 prefix = _common_root(names)
-                files = {n[len(prefix):]: zf.read(n) for n in names}
-            return cls(files, path)
+                duplicates = sorted(n[len(prefix):] for n, k in Counter(names).items() if k > 1)
+                files: dict[str, bytes] = {}
+                for info in infos:  # a repeated name keeps its first entry; the validator reports the repeat
+                    files.setdefault(info.filename[len(prefix):], zf.read(info))
+            return cls(files, path, duplicates)
         if not path.exists():
             raise UsageError(f"no such card: {path}")
         raise UsageError(f"not a card directory or .zip: {path}")

@@ -1,11 +1,14 @@
 """``python -m engine card COMMAND``: rollout cards.
 
-    card export RUN_DIR --out DIR [--zip] [--redact STREAM.FIELD.PATH[=REASON] ...] [--release-class C]
-                                  [--license L]
+    card export RUN_DIR|CARD --out DIR [--format jsonl|parquet] [--zip] [--redact STREAM.FIELD.PATH[=REASON] ...]
+                                  [--release-class C] [--license L]
+    card import PARQUET_DIR --out CARD [--zip]   back from Parquet to the JSONL card, validated
     card validate CARD [--previous OLD_CARD] [--json]
                                        CARD: a bundle directory or .zip; exit 0 only when no error is found
     card rescore CARD --rule NAME      recompute a number from the card alone; records the rule and drops manifest
     card rules                         list the registered reporting rules
+    card schema --out DIR              JSON Schemas of every stream, the manifest, registry, drops and namespaces
+    card view CARD --out DIR           a static, self-contained HTML viewer (DIR/index.html)
 
 Usage errors exit 2 with one line on stderr; engine errors propagate to the top-level CLI.
 """
@@ -26,7 +29,10 @@ from engine.cards.bundle import Bundle
 from engine.cards.export import Redaction, export_card
 from engine.cards.rescore import apply_rule, format_outcome, run_rule
 from engine.cards.rules import all_rules
-from engine.cards.validate import validate_path
+from engine.cards.parquet import export_parquet, import_parquet
+from engine.cards.schema import write_schemas
+from engine.cards.validate import validate_bundle, validate_path
+from engine.cards.view import write_view
 from engine.cli.args import check_path_names
 from engine.store.check import check_store_file
 
@@ -47,14 +53,17 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog=PROG, description="Export, validate and re-score rollout cards (rollout-card format 1.x).")
+    parser = _Parser(prog=PROG, description="Export, validate, re-score, convert and view rollout cards (format 1.x).")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     ex = sub.add_parser("export", help="write the rollout-card bundle of a job directory",
                         description="Write RUN_DIR/card.sqlite (+ job.json, result.json) as a rollout-card bundle: "
-                                    "manifest.json, five JSONL streams, blobs/, reporting_rules.json, drops/.")
+                                    "manifest.json, five JSONL streams, bundles.jsonl, blobs/, reporting_rules.json, "
+                                    "drops/. With --format parquet (extra `parquet`), write one Parquet file per "
+                                    "stream beside the manifest instead; the source may then also be a card.")
     ex.add_argument("run_dir", type=Path, metavar="RUN_DIR")
     ex.add_argument("--out", type=Path, required=True, metavar="DIR", help="bundle directory (or .zip with --zip)")
+    ex.add_argument("--format", choices=("jsonl", "parquet"), default="jsonl", help="card layout (default jsonl)")
     ex.add_argument("--zip", action="store_true", help="write one deterministic .zip instead of a directory")
     ex.add_argument("--redact", action="append", default=[], metavar="FIELD_PATH[=REASON]",
                     help="remove a field, e.g. events.payload.request.messages=pii (repeatable; reasons: pii, "
@@ -76,6 +85,21 @@ def build_parser() -> argparse.ArgumentParser:
     rs.add_argument("--dry-run", action="store_true", help="print only; do not write into the card")
     rs.add_argument("--json", action="store_true", help="print the rule entry as JSON")
     sub.add_parser("rules", help="list the registered reporting rules", description="List the reporting rules.")
+    im = sub.add_parser("import", help="rebuild the JSONL card from a Parquet export",
+                        description="Rebuild every JSONL stream from PARQUET_DIR, check each against the manifest's "
+                                    "sha256, validate the card, and write it only when valid.")
+    im.add_argument("src", type=Path, metavar="PARQUET_DIR")
+    im.add_argument("--out", type=Path, required=True, metavar="CARD")
+    im.add_argument("--zip", action="store_true", help="write a .zip")
+    sc = sub.add_parser("schema", help="write JSON Schemas of the card format",
+                        description="Write one JSON Schema per stream row, the manifest, the registry, a drops "
+                                    "manifest, bundle records and each declared annotation namespace's payload.")
+    sc.add_argument("--out", type=Path, required=True, metavar="DIR")
+    vw = sub.add_parser("view", help="write a static HTML viewer of a card",
+                        description="Write DIR/index.html: one self-contained page (no server, no network) showing "
+                                    "phases, learning curve, rollouts, agents, calls, rules, drops and redactions.")
+    vw.add_argument("card", type=Path, metavar="CARD", help="a card directory or .zip, or a Parquet export")
+    vw.add_argument("--out", type=Path, required=True, metavar="DIR")
     return parser
 
 
@@ -92,12 +116,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
 
+def _is_card(path: Path) -> bool:
+    return (path / "manifest.json").is_file() or (path.is_file() and path.suffix == ".zip")
+
+
 def _export(args: argparse.Namespace) -> int:
     redactions = [Redaction.parse(text) for text in args.redact]
     check_path_names(args.out, "--out")
     store = args.run_dir / "card.sqlite"
     if store.is_file():  # a damaged store is refused before the reader opens it (read-only checks)
         check_store_file(store, writable=False)
+    if args.format == "parquet":
+        if args.zip:
+            raise UsageError("--zip applies to --format jsonl; a Parquet export is a directory")
+        if _is_card(args.run_dir):
+            if redactions or args.release_class or args.license:
+                raise UsageError("--redact/--release-class/--license apply when exporting a job directory, not a card")
+            card = Bundle.load(args.run_dir)
+        else:
+            card = export_card(args.run_dir, redactions=redactions, release_class=args.release_class,
+                               license=args.license)
+        index = json.loads(export_parquet(card, args.out).files["parquet.json"])["tables"]
+        counts = ", ".join(f"{table} {entry['rows']} rows" for table, entry in index.items())
+        print(f"parquet -> {args.out} ({counts})")
+        return 0
     bundle = export_card(args.run_dir, args.out, as_zip=args.zip, redactions=redactions,
                          release_class=args.release_class, license=args.license)
     manifest = json.loads(bundle.files["manifest.json"])
@@ -139,4 +181,32 @@ def _rules(args: argparse.Namespace) -> int:
     return 0
 
 
-_COMMANDS = {"export": _export, "validate": _validate, "rescore": _rescore, "rules": _rules}
+def _import(args: argparse.Namespace) -> int:
+    card = import_parquet(args.src)
+    problems = validate_bundle(card)
+    for p in problems:
+        print(p.line())
+    if errors(problems):
+        print(f"{args.src}: the rebuilt card is INVALID; nothing written", file=sys.stderr)
+        return 1
+    where = card.write_zip(args.out if args.out.suffix == ".zip" else args.out.with_name(args.out.name + ".zip")) \
+        if args.zip else card.write_dir(args.out)
+    print(f"card -> {where} (streams identical to the manifest's hashes; valid)")
+    return 0
+
+
+def _schema(args: argparse.Namespace) -> int:
+    written = write_schemas(args.out)
+    print(f"{len(written)} JSON Schemas -> {args.out}")
+    return 0
+
+
+def _view(args: argparse.Namespace) -> int:
+    parquet = args.card.is_dir() and (args.card / "parquet.json").is_file()
+    page = write_view(import_parquet(args.card) if parquet else Bundle.load(args.card), args.out)
+    print(f"viewer -> {page}")
+    return 0
+
+
+_COMMANDS = {"export": _export, "validate": _validate, "rescore": _rescore, "rules": _rules, "import": _import,
+             "schema": _schema, "view": _view}

@@ -12,19 +12,21 @@ import json
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from core.blobs import externalize, resolve
 from core.canonical import content_hash, sha256_hex
 from core.cards.lines import encode_lines
-from core.cards.model import (COLUMNS, FORMAT, FORMAT_VERSION, INLINE_CAP_BYTES, JSON_COLUMNS, REASON_CODES,
-                              REGISTRY_FILE, RELEASE_CLASSES, SEQUENCE_SCOPE, STREAMS, Omission, ReleaseScope)
-from core.cards.redact import mirror_paths, redact_path, scrub_secrets
+from core.cards.model import (BUNDLES_FILE, COLUMNS, FORMAT, FORMAT_VERSION, INLINE_CAP_BYTES, JSON_COLUMNS,
+                              REASON_CODES, REGISTRY_FILE, RELEASE_CLASSES, SEQUENCE_SCOPE, STREAMS, ReleaseScope)
+from core.cards.redact import scrub_secrets
 from core.errors import ArtifactError, UsageError
 from engine.cards.bundle import Bundle, blob_path, stream_path
+from engine.cards.bundles import read_bundles
 from engine.cards.manifest import json_bytes, set_manifest
 from engine.cards.namespaces import declare_namespaces
 from engine.cards.producer import producer
+from engine.cards.removal import remove_values, seal_payload_refs, store_annotations_once
 from engine.cards.rescore import apply_rule
 
 ORDER = {"events": "rowid", "nodes": "rowid", "edges": "rowid", "annotations": "rowid", "mutations": "sequence"}
@@ -88,39 +90,6 @@ def read_store(db_path: Path) -> tuple[dict[str, list[dict[str, Any]]], str | No
     return rows, run[0] if run else None
 
 
-def _remove(rows: dict[str, list[dict[str, Any]]], redactions: list[Redaction]) -> list[Omission]:
-    omissions: list[Omission] = []
-    for stream in STREAMS:  # credentials first: they never reach a card
-        hits: dict[str, int] = {}
-        for i, row in enumerate(rows[stream]):
-            cleaned, paths = scrub_secrets(row)
-            if paths:
-                rows[stream][i] = cleaned
-                for p in paths:
-                    hits[p] = hits.get(p, 0) + 1
-        for p, n in sorted(hits.items()):
-            omissions.append(Omission(stream=stream, field_path=p, rows_affected=n, reason_code="safety",
-                                      reason="credential (API key, authorization header or token) scrubbed by the "
-                                             "exporter"))
-    for red in redactions:
-        targets = [(red.stream, list(red.segments), None), *mirror_paths(red.stream, list(red.segments))]
-        for stream, segments, mutation_type in targets:
-            affected = 0
-            for i, row in enumerate(rows[stream]):
-                if mutation_type is not None and row.get("mutation_type") != mutation_type:
-                    continue
-                new, n = redact_path(row, segments, red.reason_code)
-                if n:
-                    rows[stream][i] = new
-                    affected += 1
-            omissions.append(Omission(
-                stream=stream, field_path=".".join(segments), rows_affected=affected, reason_code=cast(Any, red.reason_code),
-                row_filter=None if mutation_type is None else f"mutation_type == '{mutation_type}'",
-                reason=f"removed on request (--redact {red.stream}.{red.field_path})" if mutation_type is None
-                else f"mirror of {red.stream}.{red.field_path} in the mutation log"))
-    return omissions
-
-
 def _externalize_rows(rows: dict[str, list[dict[str, Any]]], files: dict[str, bytes]) -> None:
     def put(digest: str, data: bytes) -> None:
         files[blob_path(digest)] = data
@@ -151,6 +120,7 @@ def run_metadata(run_dir: Path, rows: dict[str, list[dict[str, Any]]], run_id: s
                      and a["target_id"] == root.get("node_id")), {})
     terminal = root.get("status") in ("completed", "failed", "cancelled")
     test = result.get("test") or {}
+    test_keys = ("baseline_mean", "deployed_mean", "delta_pp", "valid_for_aggregation", "failure_counts")
     selection = result.get("selection") or {}
     return {
         "run_id": run_id, "cell_id": job.get("cell_id", run_id), "cell": job.get("cell", job_note.get("cell")),
@@ -167,8 +137,7 @@ def run_metadata(run_dir: Path, rows: dict[str, list[dict[str, Any]]], run_id: s
         "started_at": root.get("created_at"), "completed_at": root.get("updated_at") if terminal else None,
         "selection": {k: selection.get(k) for k in ("selection_id", "selected_candidate", "fallback_reason")}
         if selection else None,
-        "test": {k: test.get(k) for k in ("baseline_mean", "deployed_mean", "delta_pp", "valid_for_aggregation")}
-        if test else None,
+        "test": {k: test.get(k) for k in test_keys if k in test} if test else None,
         "policy_version": None,
     }
 
@@ -179,7 +148,11 @@ def export_card(run_dir: str | Path, out: str | Path | None = None, *, as_zip: b
     """Build the bundle of RUN_DIR; write it to `out` (a directory, or a .zip with `as_zip`) when given."""
     run_dir = Path(run_dir)
     rows, run_id = read_store(run_dir / "card.sqlite")
-    omissions = _remove(rows, list(redactions or []))
+    records: dict[str, list[dict[str, Any]]] = {**rows, "bundles": read_bundles(run_dir)}
+    links = store_annotations_once(records)
+    omissions = remove_values(records, [(r.stream, r.segments, r.reason_code) for r in redactions or []])
+    seal_payload_refs(records, links)
+    rows = {s: records[s] for s in STREAMS}
     files: dict[str, bytes] = {}
     _externalize_rows(rows, files)
     streams = {}
@@ -188,6 +161,8 @@ def export_card(run_dir: str | Path, out: str | Path | None = None, *, as_zip: b
         files[stream_path(stream)] = data
         streams[stream] = {"path": stream_path(stream), "sha256": sha256_hex(data), "rows": len(rows[stream]),
                            "bytes": len(data), "sequence_scope": SEQUENCE_SCOPE[stream]}
+    if records["bundles"]:
+        files[BUNDLES_FILE] = encode_lines(records["bundles"])
     blob_sizes = [len(v) for k, v in files.items() if k.startswith("blobs/")]
     klass = release_class or ("redacted_trace" if omissions else "full_trace")
     if klass not in RELEASE_CLASSES:
@@ -205,6 +180,7 @@ def export_card(run_dir: str | Path, out: str | Path | None = None, *, as_zip: b
         "producer": producer(), "run": run, "streams": streams,
         "blobs": {"inline_cap_bytes": INLINE_CAP_BYTES, "hash": "sha256", "count": len(blob_sizes),
                   "total_bytes": sum(blob_sizes), "path": "blobs/"},
+        "bundles": {"path": BUNDLES_FILE, "count": len(records["bundles"])},
         "namespaces": declare_namespaces(rows["annotations"], rows["mutations"]),
         "vocabularies": {"event_types": sorted({e["event_type"] for e in rows["events"]}),
                          "mutation_types": sorted({m["mutation_type"] for m in rows["mutations"]}),
@@ -215,13 +191,7 @@ def export_card(run_dir: str | Path, out: str | Path | None = None, *, as_zip: b
     bundle.files[REGISTRY_FILE] = json_bytes([])
     set_manifest(bundle, manifest)
     if (run.get("test") or {}).get("baseline_mean") is not None:
-        outcome = apply_rule(bundle, "mpb.protocol")
-        values = outcome.result.values
-        manifest["reported"] = [
-            {"name": name, "value": run["test"][name], "source": "result.json:test", "rule_id": outcome.entry.rule_id}
-            for name in ("baseline_mean", "deployed_mean", "delta_pp", "valid_for_aggregation")
-            if name in values]
-        set_manifest(bundle, {**json.loads(bundle.files["manifest.json"]), "reported": manifest["reported"]})
+        _report_headline(bundle, run, bool(redactions))
     if out is not None:
         target = Path(out)
         if as_zip:
@@ -230,3 +200,22 @@ def export_card(run_dir: str | Path, out: str | Path | None = None, *, as_zip: b
             bundle.write_dir(target)
     return bundle
 
+
+HEADLINE_ARMS = {"baseline_mean": ("baseline",), "deployed_mean": ("deployed",),
+                 "delta_pp": ("baseline", "deployed"), "valid_for_aggregation": ("baseline", "deployed")}
+
+
+def _report_headline(bundle: Bundle, run: dict[str, Any], redacted: bool) -> None:
+    """Record the protocol rule and list result.json's test numbers as the card's headline, each with the
+    denominator and failure counts of the arms it is computed from."""
+    outcome = apply_rule(bundle, "mpb.protocol")
+    if outcome.result.status != "ok" and redacted:
+        raise UsageError(f"the redaction removes what the headline rule mpb.protocol reads: "
+                         f"{outcome.result.message}; redact other fields or publish a derived_view card")
+    values, arms = outcome.result.values, outcome.result.arms
+    reported = [{"name": name, "value": run["test"][name], "source": "result.json:test",
+                 "rule_id": outcome.entry.rule_id,
+                 "arms": {a: {"denominator": arms[a]["denominator"], "counts": arms[a]["counts"]}
+                          for a in HEADLINE_ARMS[name] if a in arms}}
+                for name in HEADLINE_ARMS if name in values and name in run["test"]]
+    set_manifest(bundle, {**json.loads(bundle.files["manifest.json"]), "reported": reported})

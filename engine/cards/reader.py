@@ -131,10 +131,13 @@ class Row:
 
 
 class CardReader:
-    def __init__(self, bundle: Bundle):
+    """`preloaded`: streams already decoded, schema-checked and blob-resolved (the validator's rows), shared by the
+    readers of several rules; other streams are loaded from the bundle on first use."""
+
+    def __init__(self, bundle: Bundle, preloaded: dict[str, list[Located]] | None = None):
         self.bundle = bundle
         self.log = AccessLog()
-        self._rows: dict[str, list[Located]] = {}
+        self._rows: dict[str, list[Located]] = dict(preloaded or {})
 
     def _load(self, stream: str) -> list[Located]:
         if stream not in STREAMS:

@@ -8,12 +8,13 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from core.cards.lines import Located
 from core.cards.model import REGISTRY_FILE, DropsManifest, Implementation, RuleEntry, SemanticLoss
 from core.errors import ArtifactError
 from engine.cards.bundle import Bundle
 from engine.cards.manifest import json_bytes, set_manifest
 from engine.cards.reader import CardReader, Footprint
-from engine.cards.rules import RuleResult, get_rule
+from engine.cards.rules import MissingField, RuleResult, get_rule
 
 
 @dataclass(frozen=True)
@@ -23,11 +24,16 @@ class Outcome:
     drops: DropsManifest
 
 
-def run_rule(bundle: Bundle, name: str) -> Outcome:
+def run_rule(bundle: Bundle, name: str, preloaded: dict[str, list[Located]] | None = None) -> Outcome:
+    """The one code path that computes a rule on a card: `card rescore`, the exporter and `card validate`'s
+    recomputation all call it. `preloaded`: validated, blob-resolved streams to read instead of the bundle's."""
     rule = get_rule(name)
-    reader = CardReader(bundle)
+    reader = CardReader(bundle, preloaded)
     footprint = Footprint()
-    result = rule.compute(reader, footprint, rule.config)
+    try:
+        result = rule.compute(reader, footprint, rule.config)
+    except MissingField as exc:
+        result = RuleResult("missing_field", message=str(exc))
     drops_path = f"drops/{rule.rule_id}.json"
     entry = RuleEntry(
         rule_id=rule.rule_id, name=rule.name, kind=rule.kind, description=rule.description,

@@ -1,32 +1,38 @@
-"""`card validate`: every check of spec 4.8 over a bundle directory or .zip.
+"""`card validate`: every check of spec 4.8, and the semantic checks hashes cannot give, over a bundle directory
+or .zip. Each defect has its own code (`core.cards.problems`).
 
-File-level checks (layout, manifest, hashes, counts, blobs) are here; the row-level checks are the pure functions
-of `core.cards.checks` (schemas, sequences, replay, namespaces, acyclicity, references, failure visibility,
-truncation) and `core.cards.scope` (registry, drops manifests, release scope), run over blob-resolved rows.
+File-level checks (layout, zip entry uniqueness, manifest, hashes, counts, every non-stream file hashed, blobs, the
+inline cap) are here and in `engine.cards.blobcheck`; the row-level checks are the pure functions of
+`core.cards.checks` (schemas, sequences, replay, namespaces, acyclicity, references, failure visibility,
+truncation), `core.cards.integrity` (attempt completeness, orphaned running nodes, rollout outcomes),
+`core.cards.scope` and `core.cards.omissions` (registry, drops manifests, release scope, redaction counts), and
+`engine.cards.bundles` (bundle records), run over blob-resolved rows. Last, `engine.cards.recompute` re-runs every
+recorded reporting rule through the code path of `card rescore` and compares it, and the manifest's headline
+numbers with the failure counts beside them, to what the streams give.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from core.blobs import BLOB_KEY
 from core.canonical import content_hash, sha256_hex
-from core.cards.checks import check_rows
-from core.cards.lines import Located
-from core.cards.model import FORMAT, REGISTRY_FILE, STREAMS, SUPPORTED_MAJOR, Manifest
+from core.cards.checks import TRUNCATION_WORDS, check_rows
+from core.cards.integrity import inline_cap_problems, integrity_problems
+from core.cards.lines import Located, decode_lines
+from core.cards.model import (BUNDLES_FILE, FORMAT, INLINE_CAP_BYTES, REDACTED_KEY, REDACTED_TOKEN, STREAMS,
+                              SUPPORTED_MAJOR, Manifest)
 from core.cards.problems import Problem
 from core.cards.scope import registry_problems, release_scope_problems
-from engine.cards.bundle import Bundle, blob_path, stream_path
+from engine.cards.blobcheck import check_blobs
+from engine.cards.bundle import Bundle, stream_path
+from engine.cards.bundles import bundle_problems
 from engine.cards.manifest import MANIFEST
-
-_HEX64 = re.compile(r"^[0-9a-f]{64}$")
-TOP_LEVEL = {MANIFEST, REGISTRY_FILE, *(stream_path(s) for s in STREAMS)}
-DIRECTORIES = ("blobs/", "drops/")
+from engine.cards.namespaces import payload_problems
+from engine.cards.recompute import headline_problems, phase_problems, recompute_rules
 
 
 APPEND_ONLY_STREAMS = ("events", "annotations", "mutations")  # nodes/edges are replayed state, not logs
@@ -58,13 +64,12 @@ def append_only_problems(old: Bundle, new: Bundle) -> list[Problem]:
 def validate_bundle(bundle: Bundle) -> list[Problem]:
     problems: list[Problem] = []
     files = bundle.files
-    # 1. layout
+    # 1. layout: required files, zip entries unique, every other file hashed in the manifest
     for name in [MANIFEST, *(stream_path(s) for s in STREAMS)]:
         if name not in files:
             problems.append(Problem("E_LAYOUT_MISSING", name, "required file is missing"))
-    for name in sorted(files):
-        if name not in TOP_LEVEL and not name.startswith(DIRECTORIES):
-            problems.append(Problem("W_UNKNOWN_FILE", name, "not part of the rollout-card layout"))
+    problems += [Problem("E_ZIP_DUPLICATE", name, "the zip holds this entry more than once (which one is the card?)")
+                 for name in bundle.duplicates]
     # 2. manifest
     manifest = _manifest(files.get(MANIFEST), problems)
     # rows
@@ -73,20 +78,98 @@ def validate_bundle(bundle: Bundle) -> list[Problem]:
         rows, bad = bundle.rows(stream)
         raw[stream] = rows
         problems += [Problem("E_JSON", where, msg) for where, msg in bad]
-    # 3. hashes and counts
+    # 3. hashes, counts, blobs and the inline cap
     if manifest is not None:
         problems += _hash_problems(bundle, manifest, raw)
-    blob_problems, resolved = _blobs(bundle, raw, manifest)
+    if manifest is not None and manifest.blobs.inline_cap_bytes != INLINE_CAP_BYTES:
+        problems.append(Problem("E_INLINE_CAP", MANIFEST, f"blobs.inline_cap_bytes is "
+                                                          f"{manifest.blobs.inline_cap_bytes}; the format's cap is "
+                                                          f"{INLINE_CAP_BYTES}"))
+    problems += _cap_problems(bundle, raw, INLINE_CAP_BYTES)
+    blob_problems, resolved = check_blobs(bundle, raw, manifest)
     problems += blob_problems
-    # 4-11, 14
+    # 4-11, 14 and the semantic integrity checks
     declared = set(manifest.namespaces) if manifest is not None else set()
-    problems += check_rows(resolved, declared)
-    # 12, 13
-    if manifest is not None:
-        problems += release_scope_problems(manifest.release_scope, resolved)
-        problems += registry_problems(manifest, _json(files, manifest.reporting_rules, problems),
-                                      _drops(files, problems), resolved)
+    problems += check_rows(resolved, declared, _may_be_truncated(bundle))
+    problems += integrity_problems(resolved)
+    problems += payload_problems(resolved["annotations"])
+    bundle_rows, bad_bundles = decode_lines(BUNDLES_FILE, files.get(BUNDLES_FILE, b""))
+    problems += [Problem("E_BUNDLE_INVALID", where, msg) for where, msg in bad_bundles]
+    problems += bundle_problems(bundle_rows, resolved["annotations"], manifest is None or since_1_1(manifest))
+    if manifest is None:
+        return problems
+    # 12, 13: registry, drops, release scope (redaction counts re-counted), then every rule recomputed
+    registry = _json(files, manifest.reporting_rules, problems)
+    drops = _drops(files, problems)
+    marked = {s for s in STREAMS if REDACTED_TOKEN.encode() in files.get(stream_path(s), b"")
+              or REDACTED_KEY.encode() in files.get(stream_path(s), b"")}
+    if any(REDACTED_KEY.encode() in d or REDACTED_TOKEN.encode() in d for n, d in files.items()
+           if n.startswith("blobs/")):
+        marked |= set(STREAMS)
+    if REDACTED_KEY.encode() in files.get(BUNDLES_FILE, b"") or REDACTED_TOKEN.encode() in files.get(BUNDLES_FILE,
+                                                                                                     b""):
+        marked.add("bundles")
+    problems += release_scope_problems(manifest.release_scope, {**resolved, "bundles": bundle_rows}, marked)
+    problems += registry_problems(manifest, registry, drops, resolved)
+    if not any(p.code in ("E_JSON", "E_ROW_SCHEMA", "E_BLOB_MISSING", "E_BLOB_HASH_MISMATCH") for p in problems):
+        rule_problems, fresh = recompute_rules(bundle, registry, drops, resolved)
+        problems += rule_problems + headline_problems(manifest, fresh, since_1_1(manifest))
+        problems += phase_problems(bundle, resolved)
+        problems += _manifest_facts(manifest, resolved, len(bundle_rows))
     return problems
+
+
+def _manifest_facts(manifest: Manifest, rows: dict[str, list[Located]], n_bundles: int) -> list[Problem]:
+    """What the manifest states about the rows (run node status and id, vocabularies, bundle count) is true."""
+    roots = [loc.row for loc in rows["nodes"] if loc.row.get("parent_id") is None]
+    facts: dict[str, tuple[Any, Any]] = {}
+    if roots and "run_node_status" in manifest.run:
+        facts["run.run_node_status"] = (manifest.run["run_node_status"], roots[0].get("status"))
+    if roots and "run_id" in manifest.run:
+        facts["run.run_id"] = (manifest.run["run_id"], roots[0].get("run_id"))
+    vocabularies = getattr(manifest, "vocabularies", None)
+    if isinstance(vocabularies, dict):
+        columns = {"event_types": ("events", "event_type"), "mutation_types": ("mutations", "mutation_type"),
+                   "node_statuses": ("nodes", "status")}
+        for key, (stream, column) in columns.items():
+            if key in vocabularies:
+                facts[f"vocabularies.{key}"] = (vocabularies[key], sorted({str(loc.row.get(column))
+                                                                           for loc in rows[stream]}))
+    bundles = getattr(manifest, "bundles", None)
+    if isinstance(bundles, dict) and "count" in bundles:
+        facts["bundles.count"] = (bundles["count"], n_bundles)
+    return [Problem("E_MANIFEST_MISMATCH", MANIFEST, f"{key} is {stated!r} but the card holds {actual!r}")
+            for key, (stated, actual) in facts.items() if stated != actual]
+
+
+def _may_be_truncated(bundle: Bundle) -> set[str]:
+    def mentions(data: bytes) -> bool:
+        low = data.lower()
+        return any(word.encode() in low for word in TRUNCATION_WORDS)
+
+    if any(mentions(d) for n, d in bundle.files.items() if n.startswith("blobs/")):
+        return set(STREAMS)  # resolved rows carry blob text: walk them all
+    return {s for s in STREAMS if mentions(bundle.files.get(stream_path(s), b""))}
+
+
+def _cap_problems(bundle: Bundle, raw: dict[str, list[Located]], cap: int) -> list[Problem]:
+    out = []
+    for stream in STREAMS:
+        lines = bundle.files.get(stream_path(stream), b"").split(b"\n")
+        long_lines = {f"{stream_path(stream)}:{i + 1}" for i, line in enumerate(lines) if len(line) > cap}
+        if long_lines:
+            out += inline_cap_problems(stream, [loc for loc in raw[stream] if loc.where in long_lines], cap)
+    return out
+
+
+def since_1_1(manifest: Manifest) -> bool:
+    """Format 1.1 added bundle records and failure counts beside headlines; a 1.0 card is not required to have
+    them (consumers tolerate minor versions)."""
+    try:
+        major, minor = (int(p) for p in manifest.format_version.split(".")[:2])
+    except ValueError:
+        return True
+    return (major, minor) >= (1, 1)
 
 
 def _manifest(data: bytes | None, problems: list[Problem]) -> Manifest | None:
@@ -137,75 +220,12 @@ def _hash_problems(bundle: Bundle, manifest: Manifest, raw: dict[str, list[Locat
             out.append(Problem("E_LAYOUT_MISSING", name, "listed in manifest.files but absent"))
         elif sha256_hex(data) != file_entry.sha256 or len(data) != file_entry.bytes:
             out.append(Problem("E_HASH_MISMATCH", name, "sha256 or size differs from manifest.files"))
+    streams = {stream_path(s) for s in STREAMS}
     for name in sorted(bundle.files):
-        if (name == REGISTRY_FILE or name.startswith("drops/")) and name not in manifest.files:
-            out.append(Problem("E_HASH_MISMATCH", name, "not covered by manifest.files"))
+        if name != MANIFEST and name not in streams and not name.startswith("blobs/") and name not in manifest.files:
+            out.append(Problem("E_UNHASHED_FILE", name, "the manifest hashes neither the streams' nor manifest.files'"
+                                                        " entry for this file: it could be anything"))
     return out
-
-
-def _refs(value: Any, found: list[tuple[str, Any]]) -> None:
-    if isinstance(value, dict):
-        if BLOB_KEY in value:
-            found.append((str(value.get(BLOB_KEY)), value))
-            return
-        for item in value.values():
-            _refs(item, found)
-    elif isinstance(value, list):
-        for item in value:
-            _refs(item, found)
-
-
-def _blobs(bundle: Bundle, raw: dict[str, list[Located]], manifest: Manifest | None
-           ) -> tuple[list[Problem], dict[str, list[Located]]]:
-    out: list[Problem] = []
-    good: dict[str, Any] = {}
-    referenced: set[str] = set()
-    for stream in STREAMS:
-        for loc in raw[stream]:
-            found: list[tuple[str, Any]] = []
-            _refs(loc.row, found)
-            for ref, obj in found:
-                digest = ref.split(":", 1)[1] if ref.startswith("sha256:") else ""
-                if not _HEX64.match(digest):
-                    out.append(Problem("E_BLOB_REF_INVALID", loc.where, f"malformed blob reference {ref!r}"))
-                    continue
-                referenced.add(digest)
-                if digest in good:
-                    continue
-                data = bundle.files.get(blob_path(digest))
-                if data is None:
-                    out.append(Problem("E_BLOB_MISSING", loc.where, f"{blob_path(digest)} is absent"))
-                    continue
-                if sha256_hex(data) != digest or obj.get("bytes", len(data)) != len(data):
-                    out.append(Problem("E_BLOB_HASH_MISMATCH", blob_path(digest), "bytes do not hash to the name "
-                                                                                  "or differ in size from the ref"))
-                    continue
-                try:
-                    good[digest] = json.loads(data)
-                except ValueError as exc:
-                    out.append(Problem("E_BLOB_HASH_MISMATCH", blob_path(digest), f"not JSON: {exc}"))
-    blobs = {n: d for n, d in bundle.files.items() if n.startswith("blobs/")}
-    for name in sorted(blobs):
-        if name.rsplit("/", 1)[-1] not in referenced:
-            out.append(Problem("E_BLOB_ORPHAN", name, "no row references this blob"))
-    if manifest is not None and (manifest.blobs.count != len(blobs)
-                                 or manifest.blobs.total_bytes != sum(map(len, blobs.values()))):
-        out.append(Problem("E_COUNT_MISMATCH", MANIFEST, f"blob summary {manifest.blobs.count} blobs/"
-                                                         f"{manifest.blobs.total_bytes} bytes, card has {len(blobs)}/"
-                                                         f"{sum(map(len, blobs.values()))}"))
-
-    def resolve(value: Any) -> Any:
-        if isinstance(value, dict):
-            ref = value.get(BLOB_KEY)
-            if isinstance(ref, str) and ref.startswith("sha256:") and ref[7:] in good:
-                return good[ref[7:]]
-            return {k: resolve(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [resolve(v) for v in value]
-        return value
-
-    resolved = {s: [Located(loc.where, resolve(loc.row)) for loc in raw[s]] for s in STREAMS}
-    return out, resolved
 
 
 def _json(files: dict[str, bytes], name: str, problems: list[Problem]) -> Any:

@@ -144,7 +144,9 @@ async def run_job(cfg: JobConfig, bench: Benchmark | None = None) -> dict[str, A
         try:
             result = await job.run()
         except BaseException as exc:
-            with anyio.CancelScope(shield=True):
+            with anyio.CancelScope(shield=True):  # nodes in flight end cancelled: a failed run leaves none running
+                await _cancel_interrupted(store, run_node, f"the job failed ({type(exc).__name__}) before this "
+                                                           "node finished")
                 await store.set_node_status(run_node, "failed", actor="engine:job", reason=f"{type(exc).__name__}: "
                                             f"{str(exc)[:500]}", extra={"failure": {"kind": "unknown",
                                             "exception_type": type(exc).__name__}})
@@ -369,21 +371,21 @@ class _Job:
         return result
 
 
-async def _cancel_interrupted(store: Store, run_node: str) -> None:
-    """Nodes a killed process left `running` become `cancelled` with a reason, so the card shows the interruption
-    (their rollouts are replayed or re-run under new execution ids)."""
-    stale = [r[0] for r in store.rows("SELECT node_id FROM nodes WHERE status='running' AND node_id != ?",
-                                      (run_node,))]
-
+async def _cancel_interrupted(store: Store, run_node: str, why: str | None = None) -> None:
+    """Nodes a killed process left `running` (or a failing job had in flight: `why`) become `cancelled` with a
+    reason, so the card shows the interruption (on resume their rollouts are replayed or re-run under new
+    execution ids)."""
     def op(conn: Any) -> None:
+        # read in the writer, after every write queued before this one (a cancelled task's op still lands)
+        stale = [r[0] for r in conn.execute("SELECT node_id FROM nodes WHERE status='running' AND node_id != ?",
+                                            (run_node,))]
         for node_id in stale:
             store.op_status(conn, node_id, "cancelled", actor="engine:job",
-                            reason=f"interrupted: the process ended before this node finished; resumed in store "
-                                   f"generation {store.generation}",
-                            extra={"failure": {"kind": "cancelled_by_parent", "message": "process interrupted"}})
+                            reason=why or f"interrupted: the process ended before this node finished; resumed in "
+                                          f"store generation {store.generation}",
+                            extra={"failure": {"kind": "cancelled_by_parent", "message": why or "process interrupted"}})
 
-    if stale:
-        await store.write(op)
+    await store.write(op)
 
 
 def _optimization_completed(out: Path) -> bool:

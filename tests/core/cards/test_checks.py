@@ -97,3 +97,19 @@ def test_lines_split_only_on_newline():
     assert [loc.where for loc in decoded] == ["x.jsonl:1", "x.jsonl:2"]
     _, bad = decode_lines("x.jsonl", b'{"a": NaN}\n[1]\n{"b": 1}')
     assert [w for w, _ in bad] == ["x.jsonl", "x.jsonl:1", "x.jsonl:2"]
+
+
+def test_every_problem_code_is_documented():
+    """Each check has its own code, listed (with its meaning) in core.cards.problems."""
+    import re
+    from pathlib import Path
+
+    import core.cards.problems as problems
+
+    root = Path(__file__).resolve().parents[3]
+    used = set()
+    for path in [*(root / "core" / "cards").glob("*.py"), *(root / "engine" / "cards").glob("*.py")]:
+        used |= set(re.findall(r'"([EW]_[A-Z_]+)"', path.read_text(encoding="utf-8")))
+    documented = set(re.findall(r"^\s+([EW]_[A-Z_]+)\s", problems.__doc__ or "", re.MULTILINE))
+    assert used <= documented, sorted(used - documented)
+    assert documented <= used, sorted(documented - used)

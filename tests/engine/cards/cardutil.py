@@ -45,6 +45,7 @@ class StoreSpec:
     events: list[tuple[int, int, dict[str, Any]]] = field(default_factory=list)  # (execution, node, payload)
     annotations: list[tuple[int, str, dict[str, Any]]] = field(default_factory=list)  # (node, namespace, payload)
     run_status: str | None = "completed"
+    finish_nodes: bool = True  # a well-behaved engine ends every running node before the run ends
 
 
 def node_id(i: int) -> str:
@@ -83,6 +84,10 @@ def build_store(path: Path, spec: StoreSpec) -> None:
             for node, namespace, payload in spec.annotations:
                 await store.annotate("node", node_id(node), namespace, expand(payload), actor="test")
             if spec.run_status is not None:
+                if spec.finish_nodes:
+                    for i, _ in enumerate(spec.parents[1:], start=1):
+                        if store.rows("SELECT status FROM nodes WHERE node_id=?", (node_id(i),))[0][0] == "running":
+                            await store.set_node_status(node_id(i), "cancelled", actor="test", reason="run ended")
                 await store.set_node_status(node_id(0), spec.run_status, actor="test", reason="run finished")
                 await store.mutate("run.status_changed", "run", spec.run_id, actor="test",
                                    new={"status": spec.run_status}, reason="run finished")
@@ -119,6 +124,17 @@ def store_rows(db: Path) -> dict[str, list[dict[str, Any]]]:
             rows.append(row)
         out[stream] = rows
     conn.close()
+    return out
+
+
+def card_form(rows: dict[str, list[dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
+    """The store's rows as a card holds them: annotation.set mutations reference their annotation's payload by its
+    content hash (the value is stored once)."""
+    out = {s: list(r) for s, r in rows.items()}
+    out["mutations"] = [
+        {**m, "new_value": {**{k: v for k, v in m["new_value"].items() if k != "payload"},
+                            "payload_sha256": content_hash(m["new_value"]["payload"])}}
+        if m["mutation_type"] == "annotation.set" else m for m in rows["mutations"]]
     return out
 
 

@@ -11,7 +11,7 @@ from engine.cards.bundle import Bundle
 from engine.cards.export import Redaction, export_card
 from engine.cards.rescore import run_rule
 from engine.cards.validate import validate_bundle
-from tests.engine.cards.cardutil import StoreSpec, build_store, lines, manifest
+from tests.engine.cards.cardutil import StoreSpec, build_store, lines, manifest, store_rows
 
 SECRET_KEY = "sk-live-0123456789abcdefABCDEF"
 BEARER = "Bearer eyJhbGciOiJIUzI1NiJ9.c2VjcmV0.sig"
@@ -35,14 +35,41 @@ def test_redacting_messages_and_outputs(clean_job, tmp_path):
     assert by_path[("events", "payload.request.messages")]["rows_affected"] == n_events
     assert by_path[("events", "payload.response")]["reason_code"] == "license"
     assert by_path[("annotations", "payload.final_output")]["rows_affected"] == 50
-    mirror = by_path[("mutations", "new_value.payload.final_output")]
-    assert mirror["rows_affected"] == 50 and mirror["row_filter"] == "mutation_type == 'annotation.set'"
+    # annotation payloads are stored once: their mutations hold a hash, not a second copy to redact
+    assert all("payload" not in m["new_value"] and len(m["new_value"]["payload_sha256"]) == 64
+               for m in lines(bundle, "mutations") if m["mutation_type"] == "annotation.set")
     assert all(e["payload"]["request"]["messages"] == {"$redacted": "pii"} for e in lines(bundle, "events"))
     data = all_bytes(bundle)
-    assert b"Question q40" not in data and b"Adding the numbers" not in data
+    assert b"Question q40" not in data and b"Adding the numbers" not in data and b"The sum is" not in data
     # the protocol metric never needed the removed fields: it still reproduces result.json
     values = run_rule(bundle, "mpb.protocol").result.values
     assert values["deployed_mean"] == result["test"]["deployed_mean"]
+
+
+def test_redaction_follows_the_value_into_every_stream(clean_job, tmp_path):
+    """Redacting only the final outputs also removes the same text from the model responses (and the system
+    prompt's role text, redacted from the messages, from the bundle records), with counts the validator re-checks."""
+    run_dir, _ = clean_job
+    store = store_rows(run_dir / "card.sqlite")
+    outputs = {a["payload"]["final_output"]["text"] for a in store["annotations"]
+               if a["namespace"] == "mpb.rollout" and a["payload"].get("final_output")}
+    assert outputs and all(len(t) >= 8 for t in outputs)
+    in_responses = sum(1 for e in store["events"] if (e["payload"].get("response") or {}).get("content") in outputs)
+    assert in_responses > 0
+    bundle = export_card(run_dir, tmp_path / "card", redactions=[Redaction.parse("annotations.payload.final_output")])
+    assert validate_bundle(Bundle.load(tmp_path / "card")) == []
+    data = all_bytes(bundle)
+    assert not [t for t in outputs if t.encode() in data]
+    by_path = {(o["stream"], o["field_path"]): o for o in manifest(bundle)["release_scope"]["omissions"]}
+    followed = by_path[("events", "payload.response.content")]
+    assert followed["rows_affected"] == in_responses and "followed" in followed["reason"]
+    # the role text leaves the bundle records too when the messages that carry it are redacted
+    role = next(iter(json.loads(bundle.files["bundles.jsonl"].splitlines()[0])["roles"].values()))
+    redacted = export_card(run_dir, tmp_path / "card2", redactions=[Redaction.parse("events.payload.request.messages")])
+    assert validate_bundle(Bundle.load(tmp_path / "card2")) == []
+    assert role.encode() not in all_bytes(redacted)
+    bundle_omissions = [o for o in manifest(redacted)["release_scope"]["omissions"] if o["stream"] == "bundles"]
+    assert bundle_omissions and bundle_omissions[0]["rows_affected"] >= 1
 
 
 def test_redact_path_errors():
@@ -81,5 +108,15 @@ def test_credentials_never_reach_a_card(tmp_path):
     assert {o["reason_code"] for o in scope["omissions"]} == {"safety"}
     assert {(o["stream"], o["field_path"]) for o in scope["omissions"]} >= {
         ("events", "payload.api_key"), ("events", "payload.request.headers.Authorization"),
-        ("annotations", "payload.config.openai_api_key"), ("mutations", "new_value.payload.config.openai_api_key")}
+        ("annotations", "payload.config.openai_api_key")}
     assert json.loads(bundle.files["manifest.json"])["run"]["run_id"] == "run-x"
+
+
+def test_redacting_what_the_headline_needs_is_refused(clean_job, tmp_path, capsys):
+    from engine.cards.cli import main
+
+    run_dir, _ = clean_job
+    assert main(["export", str(run_dir), "--out", str(tmp_path / "card"), "--redact", "annotations.payload.value"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "mpb.protocol" in err[0] and "not a number" in err[0]
+    assert not (tmp_path / "card").exists()

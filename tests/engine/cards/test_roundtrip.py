@@ -10,25 +10,41 @@ from engine.cards.cli import main
 from engine.cards.export import export_card
 from engine.cards.rescore import apply_rule, run_rule
 from engine.cards.validate import validate_bundle, validate_path
-from tests.engine.cards.cardutil import bundle_rows, store_rows
+from tests.engine.cards.cardutil import bundle_rows, card_form, store_rows
 
 
 def test_job_card_exports_validates_and_reproduces_result(clean_job, tmp_path):
     run_dir, result = clean_job
     bundle = export_card(run_dir, tmp_path / "card")
     assert sorted(n for n in bundle.files if "/" not in n) == [
-        "annotations.jsonl", "edges.jsonl", "events.jsonl", "manifest.json", "mutations.jsonl", "nodes.jsonl",
-        "reporting_rules.json"]
+        "annotations.jsonl", "bundles.jsonl", "edges.jsonl", "events.jsonl", "manifest.json", "mutations.jsonl",
+        "nodes.jsonl", "reporting_rules.json"]
     assert validate_path(tmp_path / "card") == []
     manifest = json.loads(bundle.files["manifest.json"])
-    assert manifest["format"] == "rollout-card" and manifest["format_version"] == "1.0.0"
+    assert manifest["format"] == "rollout-card" and manifest["format_version"] == "1.1.0"
     assert manifest["producer"]["name"] == "mas-promptbench-engine"
     assert manifest["run"]["cell"] == result["cell"] and manifest["run"]["method"] == "identity"
     assert manifest["run"]["protocol_conformant"] is False and manifest["run"]["status"] == "completed"
     assert set(manifest["namespaces"]) == {"mpb.job", "mpb.rollout", "mpb.score"}
     assert manifest["release_scope"]["class"] == "full_trace"
-    # re-import equals the store (same rows, same order)
-    assert bundle_rows(Bundle.load(tmp_path / "card")) == store_rows(run_dir / "card.sqlite")
+    # re-import equals the store (same rows, same order; annotation values stored once)
+    assert bundle_rows(Bundle.load(tmp_path / "card")) == card_form(store_rows(run_dir / "card.sqlite"))
+    # the bundles the run used are card records: seed (baseline arm) and deployed, digests recomputable
+    bundles = [json.loads(line) for line in bundle.files["bundles.jsonl"].splitlines()]
+    deployed = json.loads((run_dir / "selection.json").read_text())["deployed_bundle"]
+    [record] = [b for b in bundles if "deployed" in b["used_as"]]
+    assert (record["bundle_sha256"], record["roles"]) == (deployed["bundle_sha256"], deployed["roles"])
+    assert "seed" in next(b["used_as"] for b in bundles if b["bundle_sha256"] == record["bundle_sha256"]) or any(
+        "seed" in b["used_as"] for b in bundles)
+    # failure counts beside every headline score
+    for number in manifest["reported"]:
+        arms = {"baseline_mean": ["baseline"], "deployed_mean": ["deployed"]}.get(number["name"],
+                                                                                 ["baseline", "deployed"])
+        assert sorted(number["arms"]) == arms
+        for arm in arms:
+            assert number["arms"][arm]["counts"] == result["test"]["failure_counts"][arm]
+            assert number["arms"][arm]["denominator"] == 30
+    assert manifest["run"]["test"]["failure_counts"] == result["test"]["failure_counts"]
 
     outcome = run_rule(Bundle.load(tmp_path / "card"), "mpb.protocol")
     test = result["test"]
@@ -115,5 +131,9 @@ def test_cli(clean_job, tmp_path, capsys):
     assert main(["export", str(run_dir)]) == 2
     assert main(["export", str(run_dir), "--out", str(tmp_path / "d"), "--redact", "bogus.x"]) == 2
     assert main(["validate", str(tmp_path / "missing")]) == 2
+    assert main(["view", str(tmp_path / "missing"), "--out", str(tmp_path / "v")]) == 2
+    assert main(["export", str(tmp_path / "c.zip"), "--format", "parquet", "--out", str(tmp_path / "p"),
+                 "--redact", "events.payload"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 4 and all(line.startswith("python -m engine card") for line in err)
+    assert len(err) == 6 and all(line.startswith("python -m engine card") for line in err)
+    assert not (tmp_path / "v").exists() and not (tmp_path / "p").exists()

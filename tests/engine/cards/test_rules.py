@@ -138,3 +138,15 @@ def test_registry():
     assert impl["ref"] == "engine.cards.builtin_rules:paired_test_metric" and len(impl["sha256"]) == 64
     with pytest.raises(UsageError):
         get_rule("mpb.protocol@9")
+
+
+def test_implementation_hash_covers_each_rules_own_code_closure():
+    from engine.cards.builtin_rules import optimize_mean, paired_test_metric
+    from engine.cards.rules import code_closure
+
+    test_closure, optimize_closure = code_closure(paired_test_metric), code_closure(optimize_mean)
+    assert "engine.cards.builtin_rules:_delta" in test_closure and "engine.cards.builtin_rules:arm" in test_closure
+    assert "engine.cards.builtin_rules:_delta" not in optimize_closure  # an edit to _delta leaves it unchanged
+    assert "engine.cards.reader" in test_closure and "engine.cards.reader" in optimize_closure
+    hashes = {r.rule_id: r.implementation()["sha256"] for r in all_rules()}
+    assert len(set(hashes.values())) == len(hashes)  # no two rules share one hash
