@@ -24,7 +24,7 @@ from core.canonical import content_hash, sha256_hex
 from core.errors import InfrastructureError
 from core.protocol import MAX_INFRA_RETRIES, REFLECTION_DECODING
 from core.seeds import request_seed
-from engine.chat.endpoint import Endpoint
+from engine.chat.endpoint import Endpoint, EndpointPool
 from engine.runner import RetryPolicy
 from engine.store import Store, utc_now
 
@@ -34,7 +34,7 @@ COMPONENT = "reflection"
 class ReflectionClient:
     """Implements core.optimizer.ReflectionModel over one OpenAI-compatible endpoint, recorded in the store."""
 
-    def __init__(self, *, endpoint: Endpoint, store: Store, run_node: str, cell_id: str, optimizer_seed: int,
+    def __init__(self, *, endpoint: Endpoint | EndpointPool, store: Store, run_node: str, cell_id: str, optimizer_seed: int,
                  temperature: float | None = None, top_p: float | None = None,
                  retry: RetryPolicy = RetryPolicy()):
         self.endpoint = endpoint
@@ -76,7 +76,7 @@ class ReflectionClient:
 
     async def _call(self, body: dict[str, Any], request_key: str, purpose: str, key: str) -> dict[str, Any]:
         node_id = f"reflection/{purpose}/{request_key[:16]}"
-        cached = self.store.find_call(request_key)
+        cached = await self.store.find_call(request_key)
         if cached is not None:
             event_id, payload = cached
             self.replayed_calls += 1

@@ -3,7 +3,12 @@
 One rollout = one full multi-agent execution of one row, scored 0/1. Infrastructure failures (transport, HTTP,
 malformed responses, zero observed model calls, scorer exceptions) are retried at most twice with the SAME
 request seed, never charged; after the third failed attempt the record is `infrastructure_failure`.
-A rollout already recorded in the store under the same logical key is replayed (no request, same ledger outcome).
+A rollout already recorded in the store under the same logical key is replayed (no request, same ledger outcome),
+except one that an EARLIER process recorded as an infrastructure failure: re-running a job attempts it again with
+its same seed (recovery after an outage; the failed attempts stay in the store).
+
+Whatever a topology raises inside an attempt goes through engine.containment (the one place exception groups are
+converted); this runner is the only catcher. Each attempt runs under a `fail_after` deadline.
 """
 
 from __future__ import annotations
@@ -18,13 +23,14 @@ from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 
 from core.benchmark import Benchmark
 from core.canonical import content_hash
-from core.errors import InfrastructureError, ScorerError
+from core.errors import EndpointTimeout, InfrastructureError, ScorerError
 from core.ledger import BudgetLedger, Reservation
 from core.models import AgentOutput, PromptBundle, RolloutRecord, RolloutStatus, Row, Score, Usage
 from core.protocol import MAX_INFRA_RETRIES
 from core.topology import Topology
 from engine.agent_context import RecordedAgentContext
 from engine.chat.endpoint import EndpointPool
+from engine.containment import attempt_failure
 from engine.store import Store
 
 BUDGET_EXHAUSTED_ERROR = "rollout budget exhausted; rollout not executed"
@@ -73,8 +79,11 @@ class _Slot:
 class Runner:
     def __init__(self, *, store: Store, pool: EndpointPool, bench: Benchmark, topology: Topology,
                  run_node: str, retry: RetryPolicy = RetryPolicy(), concurrency: int | None = None,
-                 record_calls: bool = True, on_record: Callable[[RolloutRecord], None] | None = None):
+                 record_calls: bool = True, on_record: Callable[[RolloutRecord], None] | None = None,
+                 attempt_timeout: float | None = None):
         self.store, self.pool, self.bench, self.topology = store, pool, bench, topology
+        self.attempt_timeout = attempt_timeout  # None: no deadline beyond each request's own
+        self._executed: set[str] = set()  # rollout keys executed by this process (never re-attempted twice)
         self.run_node = run_node
         self.retry = retry
         self.limiter = anyio.CapacityLimiter(concurrency or pool.capacity)
@@ -116,18 +125,24 @@ class Runner:
         return f"{spec.phase}/{spec.row.id}/{spec.rollout_key[:16]}"
 
     async def _rollout(self, spec: RolloutSpec, decoding: dict[str, Any], slot: _Slot) -> RolloutRecord:
-        stored = self.store.find_rollout(spec.rollout_key) if self.record_calls else None
-        if stored is not None:
+        stored = await self.store.find_rollout(spec.rollout_key) if self.record_calls else None
+        if stored is not None and not self._recover(spec, stored):
             record = RolloutRecord.model_validate(stored).model_copy(update={"replayed": True})
             for _ in range(record.attempts - (1 if record.status.usable else 0)):
                 slot.infra_attempt()
             slot.commit(record.status)
             return self._emit(record)
         node_id = self._node_id(spec)
+        self._executed.add(spec.rollout_key)
         if self.record_calls:
-            await self.store.add_node(node_id=node_id, parent_id=self.run_node, instance_key=spec.row.id,
-                                      task_key=spec.phase, status="running", worker_key=None, level=1,
-                                      actor="engine:runner")
+            added = await self.store.add_node(node_id=node_id, parent_id=self.run_node, instance_key=spec.row.id,
+                                              task_key=spec.phase, status="running", worker_key=None, level=1,
+                                              actor="engine:runner")
+            if not added and stored is not None:
+                await self.store.set_node_status(
+                    node_id, "running", actor="engine:runner",
+                    reason=f"recovery: attempted again with the same request seed in store generation "
+                           f"{self.store.generation} (it ended as an infrastructure failure before)")
         attempts = 0
         last_error: BaseException | None = None
         outcome: tuple[AgentOutput, Score, Usage, float] | None = None
@@ -142,7 +157,10 @@ class Runner:
                 with attempt:
                     attempts = attempt.retry_state.attempt_number
                     try:
-                        outcome = await self._attempt(spec, decoding, node_id, attempts)
+                        try:
+                            outcome = await self._attempt(spec, decoding, node_id, attempts)
+                        except Exception as raw:  # contained: an attempt failure, or re-raised if it ends the job
+                            raise attempt_failure(raw) from raw
                     except (InfrastructureError, ScorerError) as exc:
                         last_error = exc
                         slot.infra_attempt()
@@ -181,6 +199,11 @@ class Runner:
             await self._finish(spec, node_id, record)
         return self._emit(record)
 
+    def _recover(self, spec: RolloutSpec, stored: dict[str, Any]) -> bool:
+        """A stored infrastructure failure from an earlier process is attempted again (recovery by re-running)."""
+        return (stored.get("status") == RolloutStatus.INFRASTRUCTURE_FAILURE.value
+                and not stored.get("budget_exhausted") and spec.rollout_key not in self._executed)
+
     async def _attempt(self, spec: RolloutSpec, decoding: dict[str, Any], node_id: str,
                        attempt: int) -> tuple[AgentOutput, Score, Usage, float]:
         execution_id = f"{node_id}#g{self.store.generation}a{attempt}"
@@ -199,7 +222,11 @@ class Runner:
         if self.record_calls and attempt > 1:
             await self.store.set_node_status(node_id, "running", actor="engine:runner",
                                              reason=f"retry attempt {attempt} with the same request seed")
-        output = await self.topology.run(row, spec.bundle, ctx, self.bench)
+        try:
+            with anyio.fail_after(self.attempt_timeout):
+                output = await self.topology.run(row, spec.bundle, ctx, self.bench)
+        except TimeoutError as exc:
+            raise EndpointTimeout(f"rollout attempt exceeded its deadline of {self.attempt_timeout} s") from exc
         if ctx.calls_observed == 0:
             raise ScorerError("zero observed model calls")
         try:

@@ -6,6 +6,7 @@ The store and the content-addressed evaluation go to `<out stem>.run/` beside th
 from __future__ import annotations
 
 import argparse
+import math
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from core.models import PromptBundle
 from core.protocol import condition, split_hash
 from engine.job.artifacts import read_json, write_jsonl_atomic
 from engine.job.config import SIMULATED_MODEL_ID, endpoints_from
-from engine.job.endpoints import open_task_pool
+from engine.job.endpoints import open_task_pool, watch_pools
 from engine.job.evaluation import Evaluator, failure_counts
 from engine.runner import RetryPolicy, Runner
 from engine.store import Store
@@ -51,14 +52,17 @@ async def run_baseline(args: argparse.Namespace) -> dict[str, Any]:
                      split_sha256=split_hash(splits.as_hash_payload()))
     out = Path(args.out)
     work = out.parent / f"{out.stem}.run"
+    if not (math.isfinite(args.max_outage) and args.max_outage >= 0):
+        raise UsageError(f"--max-outage must be a finite number of seconds >= 0, got {args.max_outage}")
     endpoints = endpoints_from(args.task_endpoints)
     if endpoints and not args.model_id:
         raise UsageError("--model-id is required with a real --task-endpoint")
     async with AsyncExitStack() as stack:
         pool, _ = await open_task_pool(stack, endpoints, task=cell.task, data_dir=args.data_dir,
                                        model_id=args.model_id or SIMULATED_MODEL_ID, concurrency=args.concurrency,
-                                       request_timeout=args.request_timeout)
+                                       request_timeout=args.request_timeout, max_outage=args.max_outage)
         store = await stack.enter_async_context(Store(work / "card.sqlite", run_id=content_hash(cond)[:24]))
+        await watch_pools(stack, store, pool)
         run_node = f"run/baseline/{content_hash(cond)[:24]}"
         await store.add_node(node_id=run_node, parent_id=None, instance_key="baseline", task_key="baseline",
                              status="running", worker_key=None, level=0, actor="engine:run")

@@ -29,6 +29,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data-dir", help="local dataset directory (else the dataset's environment variable)")
     p.add_argument("--concurrency", type=int, default=64, help="rollouts and requests in flight per endpoint")
     p.add_argument("--request-timeout", type=float, default=1200.0, help="read timeout per model call, seconds")
+    p.add_argument("--max-outage", type=float, default=900.0, metavar="SECONDS",
+                   help="how long the job waits while no task endpoint is healthy before rollouts fail "
+                        "(default 900 = 15 min); waits are not rollout attempts and are recorded in the card")
     p.add_argument("--quiet", action="store_true")
 
 
@@ -51,7 +54,7 @@ def job_main(argv: list[str]) -> int:
                        task_endpoints=args.task_endpoints, model_id=args.model_id, data_dir=args.data_dir,
                        concurrency=args.concurrency, reflection_endpoint=args.reflection_endpoint,
                        reflection_model=args.reflection_model, allow_small_budget=args.allow_small_budget,
-                       quiet=args.quiet, request_timeout=args.request_timeout)
+                       quiet=args.quiet, request_timeout=args.request_timeout, max_outage=args.max_outage)
     result = anyio.run(run_job, cfg)
     print(json.dumps(summary_line(result), sort_keys=True))
     return 0

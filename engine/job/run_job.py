@@ -28,7 +28,7 @@ from engine.job.data import JobData
 from engine.job.evaluation import Evaluation, Evaluator, failure_counts
 from engine.job.identity import build_identity, check_out_dir, write_identity
 from engine.job.optimization import LedgerRunner, learning_curve
-from engine.job.endpoints import open_task_pool
+from engine.job.endpoints import open_task_pool, watch_pools
 from engine.reflection import ReflectionClient
 from engine.runner import Runner
 from engine.store import Store
@@ -100,12 +100,13 @@ async def run_job(cfg: JobConfig, bench: Benchmark | None = None) -> dict[str, A
         pool, urls = await open_task_pool(stack, cfg.task_endpoints, task=cfg.cell.task, data_dir=cfg.data_dir,
                                           model_id=cfg.task_model_id, concurrency=cfg.concurrency,
                                           request_timeout=cfg.request_timeout, sim_delay_s=cfg.sim_delay_s,
-                                          reflection_model=cfg.reflection_model)
-        reflection: Endpoint | None = None
+                                          reflection_model=cfg.reflection_model, max_outage=cfg.max_outage)
+        reflection: EndpointPool | None = None
         if uses_reflection(cfg.method):  # its own endpoint; the simulated one when simulated without one
             reflection_url = cfg.reflection_endpoint or (urls[0] if cfg.simulated else DEFAULT_REFLECTION_URL)
-            reflection = Endpoint(reflection_url, cfg.reflection_model, capacity=cfg.concurrency,
-                                  timeouts=Timeouts(read=REFLECTION_TIMEOUT_S))
+            reflection = EndpointPool([Endpoint(reflection_url, cfg.reflection_model, capacity=cfg.concurrency,
+                                                timeouts=Timeouts(read=REFLECTION_TIMEOUT_S))],
+                                      max_outage=cfg.max_outage)
             stack.push_async_callback(reflection.aclose)
         cfg.out.mkdir(parents=True, exist_ok=True)
         stack.enter_context(job_lock(cfg.out))
@@ -114,6 +115,7 @@ async def run_job(cfg: JobConfig, bench: Benchmark | None = None) -> dict[str, A
         else:
             read_sealed(cfg.out / "job.json")
         store = await stack.enter_async_context(Store(cfg.out / "card.sqlite", run_id=identity["cell_id"]))
+        await watch_pools(stack, store, *([pool] if reflection is None else [pool, reflection]))
         run_node = f"run/{identity['cell_id']}"
         if await store.add_node(node_id=run_node, parent_id=None, instance_key=identity["cell_id"], task_key="job",
                                 status="running", worker_key=None, level=0, actor="engine:job"):
@@ -128,10 +130,7 @@ async def run_job(cfg: JobConfig, bench: Benchmark | None = None) -> dict[str, A
         try:
             result = await job.run()
         except BaseException as exc:
-            with anyio.CancelScope(shield=True):
-                await store.set_node_status(run_node, "failed", actor="engine:job", reason=f"{type(exc).__name__}: "
-                                            f"{str(exc)[:500]}", extra={"failure": {"kind": "unknown",
-                                            "exception_type": type(exc).__name__}})
+            await _record_failure(store, run_node, exc)
             raise
         await store.set_node_status(run_node, "completed", actor="engine:job", reason="job finished")
         await store.mutate("run.status_changed", "run", identity["cell_id"], actor="engine:job",
@@ -142,14 +141,14 @@ async def run_job(cfg: JobConfig, bench: Benchmark | None = None) -> dict[str, A
 class _Job:
     def __init__(self, cfg: JobConfig, identity: dict[str, Any], bench: Benchmark, topology: Any,
                  optimizer: Optimizer, data: JobData, seed_bundle: PromptBundle, store: Store, pool: EndpointPool,
-                 run_node: str, reflection: Endpoint | None = None):
+                 run_node: str, reflection: EndpointPool | None = None):
         self.cfg, self.identity, self.bench, self.topology = cfg, identity, bench, topology
         self.run_node, self.reflection_endpoint = run_node, reflection
         self.optimizer, self.data, self.seed_bundle, self.store = optimizer, data, seed_bundle, store
         self.out = cfg.out
         self.ledger = BudgetLedger(cfg.budget)
         self.runner = Runner(store=store, pool=pool, bench=bench, topology=topology, run_node=run_node,
-                             retry=cfg.retry, concurrency=cfg.concurrency,
+                             retry=cfg.retry, concurrency=cfg.concurrency, attempt_timeout=cfg.attempt_timeout,
                              on_record=Progress(self.ledger, cfg.quiet))
         self.evaluator = Evaluator(runner=self.runner, job_dir=self.out, condition=identity["condition"],
                                    evaluation_seed=cfg.seed)
@@ -342,6 +341,20 @@ class _Job:
         }
         write_json_atomic(self.out / "result.json", result)
         return result
+
+
+async def _record_failure(store: Store, run_node: str, exc: BaseException) -> None:
+    """The run node's terminal status, written even when the job is being cancelled (shielded, with a deadline:
+    the store's writer is never cancelled, so this completes in milliseconds)."""
+    kind = "cancelled_by_parent" if isinstance(exc, anyio.get_cancelled_exc_class()) else "unknown"
+    status = "cancelled" if kind == "cancelled_by_parent" else "failed"
+    try:
+        with anyio.fail_after(30, shield=True):
+            await store.set_node_status(run_node, status, actor="engine:job",
+                                        reason=f"{type(exc).__name__}: {str(exc)[:500]}",
+                                        extra={"failure": {"kind": kind, "exception_type": type(exc).__name__}})
+    except TimeoutError:
+        print("warning: could not record the job's failure in the store within 30 s", file=sys.stderr)
 
 
 async def _cancel_interrupted(store: Store, run_node: str) -> None:
