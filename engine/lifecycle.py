@@ -7,7 +7,8 @@ propagates unchanged, not wrapped in an exception group by the task group.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
+from typing import Any
 from contextlib import asynccontextmanager
 
 import anyio
@@ -15,7 +16,7 @@ from anyio import CancelScope
 
 
 @asynccontextmanager
-async def running(task: Callable[[], Awaitable[None]], stop: Callable[[CancelScope], None]) -> AsyncIterator[None]:
+async def running(task: Callable[[], Coroutine[Any, Any, None]], stop: Callable[[CancelScope], None]) -> AsyncIterator[None]:
     error: BaseException | None = None
     async with anyio.create_task_group() as tg:
         tg.start_soon(task)
