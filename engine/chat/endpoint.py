@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -21,8 +21,8 @@ import aiohttp
 import anyio
 
 from core.canonical import canonical_json
-from core.errors import EndpointConnectionError, EndpointStatusError, UsageError
-from engine.chat.health import EndpointHealth
+from core.errors import EndpointConnectionError, EndpointStatusError, InfrastructureError, UsageError
+from engine.chat.health import DEFAULT_MAX_OUTAGE_S, MAX_REDELIVERIES, EndpointHealth, EventSink, PoolOutage
 from engine.chat.errors import classify_status, decode_body, parse_completion, translate_exception
 from engine.lifecycle import cancel, running
 
@@ -49,6 +49,8 @@ class Endpoint:
         self.timeouts = timeouts
         self._api_key = api_key
         self._session: aiohttp.ClientSession | None = None
+        self.sent = 0  # requests handed to the transport (probes excluded)
+        self.answered = 0  # of which answered with HTTP 200
 
     def _open(self) -> aiohttp.ClientSession:
         if self._session is None:
@@ -72,6 +74,7 @@ class Endpoint:
         async with self.limiter:
             session = self._open()
             started = time.perf_counter()
+            self.sent += 1
             try:
                 with anyio.fail_after(self.timeouts.deadline):
                     async with session.post(f"{self.base_url}/chat/completions", data=canonical_json(body)) as resp:
@@ -80,19 +83,26 @@ class Endpoint:
                             raise classify_status(resp.status, text, resp.headers)
             except (aiohttp.ClientError, OSError, TimeoutError) as exc:
                 raise translate_exception(exc) from exc
+            self.answered += 1
             payload = decode_body(text)
             del text  # the raw body is not kept beyond parsing
             return parse_completion(payload), time.perf_counter() - started
 
     async def alive(self, timeout: float = 2.0) -> bool:
-        """Health probe: does the endpoint answer GET /models with HTTP 200 within `timeout` seconds?"""
+        """Health probe: does the endpoint serve a one-token chat completion of its model within `timeout`
+        seconds? (GET /models alone would re-admit a server whose completions fail.)"""
         session = self._open()
+        body = {"model": self.model_id, "messages": [{"role": "user", "content": "health probe"}],
+                "max_tokens": 1, "temperature": 0.0}
         try:
             with anyio.fail_after(timeout):
-                async with session.get(f"{self.base_url}/models") as resp:
-                    await resp.read()
-                    return resp.status == 200
-        except (aiohttp.ClientError, OSError, TimeoutError):
+                async with session.post(f"{self.base_url}/chat/completions", data=canonical_json(body)) as resp:
+                    text = await resp.text(errors="replace")
+                    if resp.status != 200:
+                        return False
+            parse_completion(decode_body(text))
+            return True
+        except (aiohttp.ClientError, OSError, TimeoutError, InfrastructureError):
             return False
 
     async def probe(self) -> None:
@@ -105,17 +115,6 @@ class Endpoint:
                     raise UsageError(f"endpoint {self.base_url} answered HTTP {resp.status} to GET /models")
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
             raise UsageError(f"endpoint {self.base_url} is unreachable: {type(exc).__name__}") from exc
-
-
-EventSink = Callable[[str, dict[str, Any]], Awaitable[None]]
-DEFAULT_MAX_OUTAGE_S = 900.0
-MAX_REDELIVERIES = 8
-
-
-class PoolOutage(EndpointConnectionError):
-    """No endpoint of the pool came back within --max-outage: requests fail fast until one is re-admitted."""
-
-    kind = "pool_outage"
 
 
 class EndpointPool:
@@ -171,6 +170,14 @@ class EndpointPool:
                 yield self
             finally:
                 self._background = False
+        await self._emit("pool.summary", self.summary())
+
+    def summary(self) -> dict[str, Any]:
+        """Per-endpoint traffic and health, and the pool's wait counters (the card's record of the pool)."""
+        return {"endpoints": [{"endpoint": e.base_url, "sent": e.sent, "answered": e.answered,
+                               "healthy": h.healthy, "in_flight_limit": h.limit}
+                              for e, h in zip(self.endpoints, self.health)],
+                **{k: int(v) for k, v in sorted(self.stats.items())}}
 
     # ------------------------------------------------------------------ requests
     async def chat(self, body: dict[str, Any]) -> tuple[dict[str, Any], float]:

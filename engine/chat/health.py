@@ -9,11 +9,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 
 import anyio
 
+from core.errors import EndpointConnectionError
+
 DEFAULT_RETRY_AFTER_S = 1.0  # a 429 without Retry-After still pauses the endpoint briefly
+DEFAULT_MAX_OUTAGE_S = 900.0  # --max-outage: 15 minutes
+MAX_REDELIVERIES = 8  # re-sends of one request that got no HTTP response while endpoints looked healthy
+EventSink = Callable[[str, dict[str, Any]], Awaitable[None]]
+
+
+class PoolOutage(EndpointConnectionError):
+    """No endpoint of the pool came back within --max-outage: requests fail fast until one is re-admitted."""
+
+    kind = "pool_outage"
 
 
 @dataclass
