@@ -28,6 +28,7 @@ from engine.job.data import JobData
 from engine.job.evaluation import Evaluation, Evaluator, failure_counts
 from engine.job.identity import build_identity, check_out_dir, write_identity
 from engine.job.optimization import LedgerRunner, learning_curve
+from engine.job.recovery import set_aside, unfinished
 from engine.job.endpoints import open_task_pool, watch_pools
 from engine.reflection import ReflectionClient
 from engine.runner import Runner
@@ -126,6 +127,7 @@ async def run_job(cfg: JobConfig, bench: Benchmark | None = None) -> dict[str, A
             await store.set_node_status(run_node, "running", actor="engine:job",
                                         reason=f"resumed (store generation {store.generation})")
             await _cancel_interrupted(store, run_node)
+            await _recover(cfg, store, identity["cell_id"])
         job = _Job(cfg, identity, bench, topology, optimizer, data, seed_bundle, store, pool, run_node, reflection)
         try:
             result = await job.run()
@@ -341,6 +343,19 @@ class _Job:
         }
         write_json_atomic(self.out / "result.json", result)
         return result
+
+
+async def _recover(cfg: JobConfig, store: Store, cell_id: str) -> None:
+    """A job left unfinished by infrastructure failures is finished by this run (engine.job.recovery)."""
+    reasons, paths = unfinished(cfg.out)
+    if not reasons:
+        return
+    moved = set_aside(cfg.out, paths, store.generation)
+    if not cfg.quiet:
+        print(f"recovery: {'; '.join(reasons)}; attempting the failed rollouts again with their seeds "
+              f"(earlier artifacts kept in recovered/g{store.generation}/)", file=sys.stderr)
+    await store.mutate("job.recovery", "run", cell_id, actor="engine:job", new={"reasons": reasons, "moved": moved},
+                       reason="re-run after infrastructure failures")
 
 
 async def _record_failure(store: Store, run_node: str, exc: BaseException) -> None:

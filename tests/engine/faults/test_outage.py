@@ -136,28 +136,68 @@ def test_three_of_ten_endpoints_killed_mid_job(tmp_path: Path):
     assert all(n > 0 for n in live_after)
 
 
-@pytest.mark.parametrize("max_outage", [1.0])
-def test_a_job_whose_only_endpoint_stayed_down_finishes_when_re_run(tmp_path: Path, max_outage: float):
+def snapshot(job: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(job)): p.read_bytes() for p in sorted(job.rglob("*"))
+            if p.is_file() and p.suffix in (".json", ".jsonl") and "recovered" not in p.parts}
+
+
+def test_a_job_whose_only_endpoint_stayed_down_finishes_when_re_run(tmp_path: Path):
     expected = clean(tmp_path)
     endpoint = Restartable(small_bench())
     job = tmp_path / "job"
     watcher = when(lambda: len(endpoint.server.log) >= 40, endpoint.kill)
     try:
-        first = run_small(job, endpoint.url, *TOPOLOGY, budget=BUDGET, max_outage=max_outage)
+        first = run_small(job, endpoint.url, *TOPOLOGY, budget=BUDGET, max_outage=1.0)
         watcher.join()
         optimization = json.loads((job / "optimization.json").read_text())
         assert optimization["failure_kind"] == "infrastructure_invalid"
         assert first["test"]["valid_for_aggregation"] is False
         assert_closed_ledger(job)
         endpoint.restart()
-        second = run_small(job, endpoint.url, *TOPOLOGY, budget=BUDGET, max_outage=max_outage)
+        second = run_small(job, endpoint.url, *TOPOLOGY, budget=BUDGET, max_outage=1.0)
+        resent = endpoint.server.log
+        finished = snapshot(job)
+        third = run_small(job, endpoint.url, *TOPOLOGY, budget=BUDGET)  # a finished valid job is never changed
+        after_third = len(endpoint.server.log)
     finally:
         endpoint.stop()
     assert comparable(second) == comparable(expected)
     assert second["test"]["valid_for_aggregation"] is True
     assert_closed_ledger(job)
     assert_store_consistent(job)
+    # only what had failed was sent again: nothing answered before the outage was requested twice
+    answered_before = {e["key"] for e in endpoint.logs[0] if e["status"] == 200 and not e["fault"]}
+    assert resent and not answered_before & {e["key"] for e in resent if e["key"]}
+    # the failed attempts stay in the card; the earlier artifacts are kept aside, and the recovery is recorded
     conn = sqlite3.connect(str(job / "card.sqlite"))
-    failed_events = conn.execute("SELECT COUNT(*) FROM events WHERE event_type='model_call' AND ok=0").fetchone()[0]
+    failed_calls = conn.execute("SELECT COUNT(*) FROM events WHERE event_type='model_call' AND ok=0").fetchone()[0]
+    recovery = conn.execute("SELECT new_value FROM mutations WHERE mutation_type='job.recovery'").fetchall()
     conn.close()
-    assert failed_events == 0 or failed_events > 0  # replaced below by the recovery-specific checks
+    assert failed_calls > 0
+    assert len(recovery) == 1 and "optimization.json" in json.loads(recovery[0][0])["moved"]
+    kept = json.loads(next((job / "recovered").glob("g*/optimization.json")).read_text())
+    assert kept["failure_kind"] == "infrastructure_invalid"
+    assert comparable(third) == comparable(second) and snapshot(job) == finished
+    assert after_third == len(resent)  # no request
+
+
+def test_evaluations_holding_infrastructure_failures_are_finished_by_a_re_run(tmp_path: Path):
+    expected = clean(tmp_path)
+    endpoint = Restartable(small_bench())
+    job = tmp_path / "job"
+    test_ids = set(small_bench().splits().test)
+    watcher = when(lambda: any(e["row_id"] in test_ids for e in endpoint.server.log), endpoint.kill)
+    try:
+        first = run_small(job, endpoint.url, *TOPOLOGY, budget=BUDGET, max_outage=1.0)
+        watcher.join()
+        assert first["test"]["valid_for_aggregation"] is False
+        assert sum(c["infrastructure_failures"] for c in first["test"]["failure_counts"].values()) > 0
+        assert first["optimization"]["status"] == "completed"
+        optimization_before = (job / "optimization.json").read_bytes()
+        endpoint.restart()
+        second = run_small(job, endpoint.url, *TOPOLOGY, budget=BUDGET, max_outage=1.0)
+    finally:
+        endpoint.stop()
+    assert comparable(second) == comparable(expected)
+    assert (job / "optimization.json").read_bytes() == optimization_before  # the valid phase was not redone
+    assert list((job / "recovered").glob("g*/evaluations/*.json"))
