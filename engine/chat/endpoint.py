@@ -143,6 +143,7 @@ class EndpointPool:
         self._outage_exceeded = False
         self._background = False
         self._probe_lock = anyio.Lock()
+        self._ejected = anyio.Event()  # wakes the background probe as soon as an endpoint is ejected
 
     @property
     def model_id(self) -> str:
@@ -259,6 +260,7 @@ class EndpointPool:
     async def _connection_failed(self, index: int, exc: EndpointConnectionError) -> None:
         if self.health[index].connection_failed(anyio.current_time()):
             self.stats["ejections"] += 1
+            self._ejected.set()
             await self._emit("endpoint.ejected", {"endpoint": self.endpoints[index].base_url,
                                                   "consecutive_failures": self.health[index].consecutive_failures,
                                                   "error": str(exc)[:300]})
@@ -286,8 +288,10 @@ class EndpointPool:
 
     async def _probe_forever(self) -> None:
         while True:
+            with anyio.move_on_after(self.probe_interval):
+                await self._ejected.wait()
+            self._ejected = anyio.Event()
             await self._probe_ejected()
-            await anyio.sleep(self.probe_interval)
 
     async def _emit(self, kind: str, fields: dict[str, Any]) -> None:
         if self.on_event is not None:

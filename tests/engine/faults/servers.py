@@ -24,8 +24,8 @@ class Restartable:
         self.logs: list[list[dict[str, Any]]] = []  # the request log of each stopped incarnation
 
     def kill(self) -> None:
-        self.logs.append(self.server.log)
         self.server.stop()
+        self.logs.append(self.server.log)  # complete: taken after the last request was answered
 
     def restart(self) -> None:
         self.server = SimServer(make_policy(self.bench), faults=self.faults, port=self.port)
