@@ -69,7 +69,8 @@ async def run_baseline(args: argparse.Namespace) -> dict[str, Any]:
         runner = Runner(store=store, pool=pool, bench=bench, topology=topology, run_node=run_node,
                         retry=RetryPolicy(), concurrency=args.concurrency)
         evaluation = await Evaluator(runner=runner, job_dir=work, condition=cond,
-                                     evaluation_seed=args.seed).evaluate(bundle, args.split, rows)
+                                     evaluation_seed=args.seed).evaluate(bundle, args.split, rows,
+                                                                          keep_outputs=True)
         await store.set_node_status(run_node, "completed", actor="engine:run")
     write_jsonl_atomic(out, [r.model_copy(update={"replayed": False}).model_dump(mode="json")
                              for r in evaluation.records])

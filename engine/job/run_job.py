@@ -199,9 +199,7 @@ class _Job:
         if snap.violations():
             raise ArtifactError(f"ledger not closed after optimization: {'; '.join(snap.violations())}")
         opt_dir = self.out / "optimization"
-        write_jsonl_atomic(opt_dir / "records.jsonl", [
-            {"record": rec.model_copy(update={"replayed": False}).model_dump(mode="json"), "budget_after": budget}
-            for rec, budget in facade.records if rec.charged])
+        write_jsonl_atomic(opt_dir / "records.jsonl", facade.charged_artifacts)
         write_jsonl_atomic(opt_dir / "attempts.jsonl", [
             {"example_id": rec.example_id, "status": rec.status.value, "attempts": rec.attempts,
              "charged": rec.charged, "budget_exhausted": rec.budget_exhausted, "rollout_id": rec.rollout_id}

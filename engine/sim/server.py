@@ -12,6 +12,7 @@ clients connecting at once are not dropped by the kernel (see reference/performa
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import threading
 from collections import Counter
@@ -35,6 +36,15 @@ DEFAULT_BACKLOG = 4096
 MAX_BODY_BYTES = 64 * 1024 * 1024
 
 
+def pad_content(rendered: dict[str, Any], key: str, size: int) -> None:
+    """Prefix the answer with `size` bytes of filler unique to the request (so content addressing cannot merge
+    two different responses); the answer line stays last, so scoring is unchanged."""
+    message = rendered["choices"][0]["message"]
+    if isinstance(message.get("content"), str):
+        filler = hashlib.shake_256(key.encode()).hexdigest(size // 2 + 1)[:size]
+        message["content"] = f"{filler}\n{message['content']}"
+
+
 class SimServer:
     """A real HTTP server speaking the OpenAI chat-completions protocol, scripted by `policy`."""
 
@@ -43,6 +53,7 @@ class SimServer:
         policy: Policy,
         faults: FaultPlan | None = None,
         delay_s: float = 0.0,
+        pad_bytes: int = 0,
         host: str = "127.0.0.1",
         port: int = 0,
         log_path: str | None = None,
@@ -53,6 +64,7 @@ class SimServer:
         self.policy = policy
         self.faults = faults or NO_FAULTS
         self.delay_s = float(delay_s)
+        self.pad_bytes = int(pad_bytes)  # large responses: this many filler bytes before each row answer
         self.host = host
         self.port = port
         self.backlog = backlog
@@ -247,7 +259,10 @@ class SimServer:
 
         await self._wait(self.delay_s)
         if fault is None:
-            return json_response(policy.render(body, decision, key))  # type: ignore[arg-type]
+            rendered = policy.render(body, decision, key)  # type: ignore[arg-type]
+            if self.pad_bytes and match is not None:
+                pad_content(rendered, key, self.pad_bytes)
+            return json_response(rendered)
         return await self._fault_response(request, fault, body, key, decision)
 
     async def _fault_response(self, request: web.Request, fault: str, body: dict[str, Any], key: str,

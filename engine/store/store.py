@@ -272,6 +272,16 @@ class Store:
         return await self.write(lambda conn: self._mutation(conn, mutation_type, target_type, target_id, actor,
                                                             old, new, reason))
 
+    async def externalize(self, values: list[Any]) -> list[Any]:
+        """`values` with every part over the inline cap replaced by a `$blob` reference into this store (content
+        addressed: a body already stored, e.g. a model response, is referenced, not stored again). Artifacts beside
+        the store (records.jsonl, evaluations) are written from these, so a response is on disk once."""
+        return list(await self.write(lambda conn: [json.loads(self._json(conn, v) or "null") for v in values]))
+
+    def resolve(self, value: Any) -> Any:
+        """The inverse of `externalize` (blob references read back). Blocking: phase boundaries only."""
+        return resolve(value, self.blob)
+
     # ----------------------------------------------------------------- reads (separate connection)
     def _load(self, text: str | None) -> Any:
         if text is None:
