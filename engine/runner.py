@@ -13,7 +13,6 @@ converted); this runner is the only catcher. Each attempt runs under a `fail_aft
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,24 +30,11 @@ from core.topology import Topology
 from engine.agent_context import RecordedAgentContext
 from engine.chat.endpoint import EndpointPool
 from engine.containment import attempt_failure
+from engine.retry import RetryPolicy
 from engine.store import Store
 
 BUDGET_EXHAUSTED_ERROR = "rollout budget exhausted; rollout not executed"
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    base_delay: float = 0.5
-    max_delay: float = 30.0
-    honour_retry_after: bool = True
-
-    def delay(self, attempt: int, exc: BaseException | None, key: str) -> float:
-        if self.honour_retry_after and isinstance(exc, InfrastructureError) and exc.retry_after is not None:
-            return min(exc.retry_after, self.max_delay)
-        if self.base_delay <= 0:
-            return 0.0
-        jitter = random.Random(f"{key}|{attempt}").uniform(0.5, 1.0)  # keyed, never a shared RNG
-        return min(self.max_delay, self.base_delay * 2 ** (attempt - 1)) * jitter
+Outcome = tuple[AgentOutput, Score, Usage, float]
 
 
 @dataclass(frozen=True)
@@ -143,15 +129,24 @@ class Runner:
                     node_id, "running", actor="engine:runner",
                     reason=f"recovery: attempted again with the same request seed in store generation "
                            f"{self.store.generation} (it ended as an infrastructure failure before)")
+        outcome, attempts, error = await self._attempts(spec, decoding, node_id, slot)
+        record = _record(spec, node_id, outcome, attempts, error)
+        charged = slot.commit(record.status)
+        record = record.model_copy(update={"charged": charged})
+        if self.record_calls:
+            await self._finish(spec, node_id, record)
+        return self._emit(record)
+
+    async def _attempts(self, spec: RolloutSpec, decoding: dict[str, Any], node_id: str, slot: _Slot
+                        ) -> tuple[Outcome | None, int, BaseException | None]:
+        """Up to 1 + MAX_INFRA_RETRIES attempts with the same seed: (outcome or None, attempts, last error)."""
         attempts = 0
         last_error: BaseException | None = None
-        outcome: tuple[AgentOutput, Score, Usage, float] | None = None
+        outcome: Outcome | None = None
         retrying = AsyncRetrying(
             stop=stop_after_attempt(MAX_INFRA_RETRIES + 1),
             wait=lambda state: self.retry.delay(state.attempt_number, last_error, spec.rollout_key),
-            retry=retry_if_exception_type((InfrastructureError, ScorerError)),
-            reraise=True,
-        )
+            retry=retry_if_exception_type((InfrastructureError, ScorerError)), reraise=True)
         try:
             async for attempt in retrying:
                 with attempt:
@@ -172,32 +167,7 @@ class Runner:
                         raise
         except (InfrastructureError, ScorerError):
             pass
-        if outcome is None:
-            err = last_error
-            record = RolloutRecord(
-                rollout_id=node_id, example_id=spec.row.id, phase=spec.phase,
-                status=RolloutStatus.INFRASTRUCTURE_FAILURE, score=None, request_seed=spec.seed,
-                bundle_sha256=spec.bundle.digest, attempts=attempts,
-                error_kind=getattr(err, "kind", "infrastructure"), error=str(err)[:2000],
-                metadata={"evaluation_id": spec.evaluation_id, "position": spec.position},
-            )
-        else:
-            output, score, usage, latency = outcome
-            status = RolloutStatus.SUCCESS if score.value >= 1.0 else RolloutStatus.SEMANTIC_FAILURE
-            record = RolloutRecord(
-                rollout_id=node_id, example_id=spec.row.id, phase=spec.phase, status=status,
-                score=float(score.value), feedback=score.feedback, final_output=output, usage=usage,
-                request_seed=spec.seed, bundle_sha256=spec.bundle.digest, attempts=attempts,
-                latency_seconds=round(latency, 6),
-                metadata={"evaluation_id": spec.evaluation_id, "position": spec.position,
-                          "malformed": score.malformed, "scorer_metadata": score.metadata,
-                          **({"topology": output.metadata} if output.metadata else {})},
-            )
-        charged = slot.commit(record.status)
-        record = record.model_copy(update={"charged": charged})
-        if self.record_calls:
-            await self._finish(spec, node_id, record)
-        return self._emit(record)
+        return outcome, attempts, last_error
 
     def _recover(self, spec: RolloutSpec, stored: dict[str, Any]) -> bool:
         """A stored infrastructure failure from an earlier process is attempted again (recovery by re-running)."""
@@ -205,7 +175,7 @@ class Runner:
                 and not stored.get("budget_exhausted") and spec.rollout_key not in self._executed)
 
     async def _attempt(self, spec: RolloutSpec, decoding: dict[str, Any], node_id: str,
-                       attempt: int) -> tuple[AgentOutput, Score, Usage, float]:
+                       attempt: int) -> Outcome:
         execution_id = f"{node_id}#g{self.store.generation}a{attempt}"
         row = spec.row
         executor = None
@@ -299,6 +269,27 @@ class Runner:
         if self.on_record is not None:
             self.on_record(record)
         return record
+
+
+def _record(spec: RolloutSpec, node_id: str, outcome: Outcome | None, attempts: int,
+            err: BaseException | None) -> RolloutRecord:
+    if outcome is None:
+        return RolloutRecord(
+            rollout_id=node_id, example_id=spec.row.id, phase=spec.phase,
+            status=RolloutStatus.INFRASTRUCTURE_FAILURE, score=None, request_seed=spec.seed,
+            bundle_sha256=spec.bundle.digest, attempts=attempts,
+            error_kind=getattr(err, "kind", "infrastructure"), error=str(err)[:2000],
+            metadata={"evaluation_id": spec.evaluation_id, "position": spec.position})
+    output, score, usage, latency = outcome
+    status = RolloutStatus.SUCCESS if score.value >= 1.0 else RolloutStatus.SEMANTIC_FAILURE
+    return RolloutRecord(
+        rollout_id=node_id, example_id=spec.row.id, phase=spec.phase, status=status,
+        score=float(score.value), feedback=score.feedback, final_output=output, usage=usage,
+        request_seed=spec.seed, bundle_sha256=spec.bundle.digest, attempts=attempts,
+        latency_seconds=round(latency, 6),
+        metadata={"evaluation_id": spec.evaluation_id, "position": spec.position,
+                  "malformed": score.malformed, "scorer_metadata": score.metadata,
+                  **({"topology": output.metadata} if output.metadata else {})})
 
 
 def rollout_key(**fields: Any) -> str:

@@ -19,11 +19,15 @@ those are the same records (replayed) or the records a healthy run would have ha
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
+
 from core.errors import ArtifactError
 from engine.job.artifacts import read_json
+from engine.store import Store
 
 DERIVED = ("selection.json", "test.json", "result.json")
 
@@ -70,3 +74,30 @@ def set_aside(out: Path, paths: list[Path], generation: int) -> list[str]:
         shutil.move(str(path), str(destination))
         moved.append(str(relative))
     return moved
+
+
+async def recover(out: Path, store: Store, cell_id: str, *, quiet: bool = False) -> None:
+    """A job left unfinished by infrastructure failures is finished by this run (engine.job.recovery)."""
+    reasons, paths = unfinished(out)
+    if not reasons:
+        return
+    moved = set_aside(out, paths, store.generation)
+    if not quiet:
+        print(f"recovery: {'; '.join(reasons)}; attempting the failed rollouts again with their seeds "
+              f"(earlier artifacts kept in recovered/g{store.generation}/)", file=sys.stderr)
+    await store.mutate("job.recovery", "run", cell_id, actor="engine:job", new={"reasons": reasons, "moved": moved},
+                       reason="re-run after infrastructure failures")
+
+
+async def record_failure(store: Store, run_node: str, exc: BaseException) -> None:
+    """The run node's terminal status, written even when the job is being cancelled (shielded, with a deadline:
+    the store's writer is never cancelled, so this completes in milliseconds)."""
+    kind = "cancelled_by_parent" if isinstance(exc, anyio.get_cancelled_exc_class()) else "unknown"
+    status = "cancelled" if kind == "cancelled_by_parent" else "failed"
+    try:
+        with anyio.fail_after(30, shield=True):
+            await store.set_node_status(run_node, status, actor="engine:job",
+                                        reason=f"{type(exc).__name__}: {str(exc)[:500]}",
+                                        extra={"failure": {"kind": kind, "exception_type": type(exc).__name__}})
+    except TimeoutError:
+        print("warning: could not record the job's failure in the store within 30 s", file=sys.stderr)

@@ -10,7 +10,6 @@ from contextlib import AsyncExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
-import anyio
 import structlog
 
 from core.benchmark import Benchmark
@@ -28,7 +27,7 @@ from engine.job.data import JobData
 from engine.job.evaluation import Evaluation, Evaluator, failure_counts
 from engine.job.identity import build_identity, check_out_dir, write_identity
 from engine.job.optimization import LedgerRunner, learning_curve
-from engine.job.recovery import set_aside, unfinished
+from engine.job.recovery import record_failure, recover
 from engine.job.endpoints import open_task_pool, watch_pools
 from engine.reflection import ReflectionClient
 from engine.runner import Runner
@@ -127,12 +126,12 @@ async def run_job(cfg: JobConfig, bench: Benchmark | None = None) -> dict[str, A
             await store.set_node_status(run_node, "running", actor="engine:job",
                                         reason=f"resumed (store generation {store.generation})")
             await _cancel_interrupted(store, run_node)
-            await _recover(cfg, store, identity["cell_id"])
+            await recover(cfg.out, store, identity["cell_id"], quiet=cfg.quiet)
         job = _Job(cfg, identity, bench, topology, optimizer, data, seed_bundle, store, pool, run_node, reflection)
         try:
             result = await job.run()
         except BaseException as exc:
-            await _record_failure(store, run_node, exc)
+            await record_failure(store, run_node, exc)
             raise
         await store.set_node_status(run_node, "completed", actor="engine:job", reason="job finished")
         await store.mutate("run.status_changed", "run", identity["cell_id"], actor="engine:job",
@@ -341,33 +340,6 @@ class _Job:
         }
         write_json_atomic(self.out / "result.json", result)
         return result
-
-
-async def _recover(cfg: JobConfig, store: Store, cell_id: str) -> None:
-    """A job left unfinished by infrastructure failures is finished by this run (engine.job.recovery)."""
-    reasons, paths = unfinished(cfg.out)
-    if not reasons:
-        return
-    moved = set_aside(cfg.out, paths, store.generation)
-    if not cfg.quiet:
-        print(f"recovery: {'; '.join(reasons)}; attempting the failed rollouts again with their seeds "
-              f"(earlier artifacts kept in recovered/g{store.generation}/)", file=sys.stderr)
-    await store.mutate("job.recovery", "run", cell_id, actor="engine:job", new={"reasons": reasons, "moved": moved},
-                       reason="re-run after infrastructure failures")
-
-
-async def _record_failure(store: Store, run_node: str, exc: BaseException) -> None:
-    """The run node's terminal status, written even when the job is being cancelled (shielded, with a deadline:
-    the store's writer is never cancelled, so this completes in milliseconds)."""
-    kind = "cancelled_by_parent" if isinstance(exc, anyio.get_cancelled_exc_class()) else "unknown"
-    status = "cancelled" if kind == "cancelled_by_parent" else "failed"
-    try:
-        with anyio.fail_after(30, shield=True):
-            await store.set_node_status(run_node, status, actor="engine:job",
-                                        reason=f"{type(exc).__name__}: {str(exc)[:500]}",
-                                        extra={"failure": {"kind": kind, "exception_type": type(exc).__name__}})
-    except TimeoutError:
-        print("warning: could not record the job's failure in the store within 30 s", file=sys.stderr)
 
 
 async def _cancel_interrupted(store: Store, run_node: str) -> None:

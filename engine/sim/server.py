@@ -23,7 +23,6 @@ from aiohttp import web
 from engine.sim.fault_responses import (
     FAULT_STATUS,
     RENDERED_FAULTS,
-    SIM_HEADERS,
     error_body,
     fault_response,
     json_response,

@@ -19,8 +19,8 @@ import sqlite3
 import threading
 from collections.abc import Callable
 from contextlib import AsyncExitStack
-from functools import partial
 from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -28,9 +28,10 @@ import anyio
 import sqlite_utils
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from core.blobs import INLINE_CAP_BYTES, externalize, resolve
+from core.blobs import INLINE_CAP_BYTES, externalize
 from core.canonical import canonical_json
 from engine.lifecycle import running
+from engine.store.reads import StoreReads
 from engine.store.schema import create_schema
 
 Op = Callable[[sqlite3.Connection], Any]
@@ -50,7 +51,7 @@ class _Pending:
         self.error: BaseException | None = None
 
 
-class Store:
+class Store(StoreReads):
     def __init__(self, path: str | Path, run_id: str):
         self.path = Path(path)
         self.run_id = run_id
@@ -277,46 +278,3 @@ class Store:
         addressed: a body already stored, e.g. a model response, is referenced, not stored again). Artifacts beside
         the store (records.jsonl, evaluations) are written from these, so a response is on disk once."""
         return list(await self.write(lambda conn: [json.loads(self._json(conn, v) or "null") for v in values]))
-
-    def resolve(self, value: Any) -> Any:
-        """The inverse of `externalize` (blob references read back). Blocking: phase boundaries only."""
-        return resolve(value, self.blob)
-
-    # ----------------------------------------------------------------- reads (separate connection)
-    def _load(self, text: str | None) -> Any:
-        if text is None:
-            return None
-        return resolve(json.loads(text), self.blob)
-
-    def blob(self, digest: str) -> bytes:
-        with self._read_lock:
-            row = self._rconn.execute("SELECT content FROM blobs WHERE sha256=?", (digest,)).fetchone()
-        if row is None:
-            raise KeyError(f"missing blob {digest}")
-        return bytes(row[0])
-
-    async def find_call(self, request_key: str) -> tuple[str, dict[str, Any]] | None:
-        """The first successful model-call event with this logical request key (for replay)."""
-        if request_key not in self._call_keys:
-            return None
-        row = await anyio.to_thread.run_sync(partial(
-            self._read_one, "SELECT event_id, payload FROM events WHERE request_key=? AND ok=1 ORDER BY rowid LIMIT 1",
-            (request_key,)))
-        return None if row is None else (row[0], await anyio.to_thread.run_sync(self._load, row[1]))
-
-    async def find_rollout(self, rollout_key: str) -> dict[str, Any] | None:
-        if rollout_key not in self._rollout_keys:
-            return None
-        row = await anyio.to_thread.run_sync(partial(
-            self._read_one, "SELECT record FROM rollouts WHERE rollout_key=?", (rollout_key,)))
-        return None if row is None else await anyio.to_thread.run_sync(self._load, row[0])
-
-    def _read_one(self, sql: str, params: tuple[Any, ...]) -> tuple[Any, ...] | None:
-        with self._read_lock:
-            row: tuple[Any, ...] | None = self._rconn.execute(sql, params).fetchone()
-            return row
-
-    def rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        """A blocking read for start-up and phase boundaries (never on the per-call path)."""
-        with self._read_lock:
-            return self._rconn.execute(sql, params).fetchall()

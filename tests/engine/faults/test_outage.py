@@ -9,8 +9,6 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from engine.sim.faults import FaultPlan, ScheduledFault
 from tests.conftest import start_sim
 from tests.engine.faults.matrix import assert_closed_ledger, assert_store_consistent, run_small, small_bench
