@@ -281,7 +281,7 @@ class EndpointPool:
         async with self._probe_lock:
             for index, health in enumerate(self.health):
                 if not health.healthy and await self.endpoints[index].alive(min(2.0, self.probe_interval * 4)):
-                    down = health.readmit()
+                    down = health.readmit(anyio.current_time())
                     self.stats["readmissions"] += 1
                     await self._emit("endpoint.readmitted", {"endpoint": self.endpoints[index].base_url,
                                                              "down_s": round(down, 3)})

@@ -13,8 +13,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-import anyio
-
 from core.errors import EndpointConnectionError
 
 DEFAULT_RETRY_AFTER_S = 1.0  # a 429 without Retry-After still pauses the endpoint briefly
@@ -56,9 +54,9 @@ class EndpointHealth:
             return True
         return False
 
-    def readmit(self) -> float:
+    def readmit(self, now: float) -> float:
         """A probe succeeded: healthy again; returns how long it was out (seconds)."""
-        down = 0.0 if self.ejected_at is None else anyio.current_time() - self.ejected_at
+        down = 0.0 if self.ejected_at is None else now - self.ejected_at
         self.healthy, self.consecutive_failures, self.ejected_at = True, 0, None
         return down
 
