@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import sqlite_utils
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from core.blobs import INLINE_CAP_BYTES, externalize
@@ -56,9 +55,11 @@ class Store(StoreReads):
         self.path = Path(path)
         self.run_id = run_id
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        db = sqlite_utils.Database(str(self.path))
-        create_schema(db)
-        db.conn.close()
+        setup = sqlite3.connect(str(self.path))
+        try:
+            create_schema(setup)
+        finally:
+            setup.close()
         self._wconn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
         self._wconn.execute("PRAGMA synchronous=NORMAL")
         self._rconn = sqlite3.connect(str(self.path), check_same_thread=False)
