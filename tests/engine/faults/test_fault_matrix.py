@@ -37,7 +37,12 @@ def clean_result(tmp_path_factory: pytest.TempPathFactory, topology: str, team_s
 
 
 def plan(kind: str, rate: float) -> FaultPlan:
-    return FaultPlan(rates={kind: rate}, seed=11, slow_s=1.0)
+    return FaultPlan(rates={kind: rate}, seed=11, slow_s=1.5)
+
+
+def timeout(kind: str) -> float:
+    """`slow` holds its answer 1.5 s: past a 0.5 s read timeout (each one costs a timeout, so keep it short)."""
+    return 0.5 if kind == "slow" else 2.0
 
 
 @pytest.mark.parametrize("kind", [k for k in FAULT_KINDS if k != SEMANTIC])
@@ -47,11 +52,11 @@ def test_fault_kind_in_every_topology(kind: str, tmp_path: Path, tmp_path_factor
     try:
         for topology, n in TOPOLOGIES:
             job = tmp_path / f"{topology}{n}-20"
-            run_small(job, heavy.base_url, topology, n)  # completes: no exception escapes
+            run_small(job, heavy.base_url, topology, n, timeout=timeout(kind))  # completes: nothing escapes
             assert_closed_ledger(job)
             assert_store_consistent(job)
             job = tmp_path / f"{topology}{n}-5"
-            got = run_small(job, light.base_url, topology, n)
+            got = run_small(job, light.base_url, topology, n, timeout=timeout(kind))
             budget = assert_closed_ledger(job)
             assert_store_consistent(job)
             assert without_attempt_counters(got) == without_attempt_counters(
