@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -179,6 +181,12 @@ def test_a_job_whose_only_endpoint_stayed_down_finishes_when_re_run(tmp_path: Pa
     assert kept["failure_kind"] == "infrastructure_invalid"
     assert comparable(third) == comparable(second) and snapshot(job) == finished
     assert after_third == len(resent)  # no request
+    # the card holding the outage, the failed attempts and the recovery exports and validates
+    for args in (["export", str(job), "--out", str(tmp_path / "card")], ["validate", str(tmp_path / "card")]):
+        proc = subprocess.run([sys.executable, "-m", "engine", "card", *args], capture_output=True, text=True,
+                              cwd=Path(__file__).resolve().parents[3], timeout=120)
+        assert proc.returncode == 0, proc.stderr
+    assert "valid (0 error(s)" in proc.stdout
 
 
 def test_evaluations_holding_infrastructure_failures_are_finished_by_a_re_run(tmp_path: Path):
