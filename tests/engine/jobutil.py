@@ -18,14 +18,16 @@ from tests.fakebench import FakeBench
 
 def config(out: Path, endpoint: str | list[str], *, method: str = "identity", seed: int = 1, concurrency: int = 8,
            timeout: float = 2.0, cell: str = "task=gpqa,topology=single", budget: int = 600,
-           max_outage: float = 900.0, reflection: str | None = None) -> JobConfig:
+           max_outage: float = 900.0, reflection: str | None = None, allow_any_cell: bool = True) -> JobConfig:
     """A job on the given endpoint(s); a method that reflects uses `reflection` (default: the first endpoint,
-    which the simulated endpoint answers as the reflection model)."""
+    which the simulated endpoint answers as the reflection model). Test cells may lie off the grid (team sizes 2
+    on non-application tasks, ...): `allow_any_cell` runs them, marked non-conformant."""
     endpoints = [endpoint] if isinstance(endpoint, str) else list(endpoint)
     cfg = build_config(cell=cell, method=method, seed=seed, out=str(out), budget=budget,
                        task_endpoints=endpoints, model_id="test-model", data_dir=None, concurrency=concurrency,
                        reflection_endpoint=reflection or endpoints[0], reflection_model="simulated-reflection",
-                       quiet=True, request_timeout=timeout, allow_small_budget=budget < 600, max_outage=max_outage)
+                       quiet=True, request_timeout=timeout, allow_small_budget=budget < 600, max_outage=max_outage,
+                       allow_any_cell=allow_any_cell)
     return JobConfig(**{**cfg.__dict__, "retry": RetryPolicy(base_delay=0.0)})
 
 

@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from core.errors import ContractError
 from engine.cards.export import export_card
 from engine.cards.validate import validate_path
 from tests.conftest import start_sim
@@ -46,15 +47,16 @@ def test_resumed_job_card_is_valid(tmp_path):
 
 
 class _CrashingBench(FakeBench):
-    """Once armed, rendering test row q40 raises a programming error: the job fails loudly with rollouts in
-    flight."""
+    """Once armed, rendering test row q40 breaks an engine contract: the job fails loudly with rollouts in flight.
+    (Any other exception in agent code is contained as an infrastructure failure of the attempt; engine errors
+    such as ContractError still end the job.)"""
 
     armed = False
 
     def render_task(self, row):  # type: ignore[no-untyped-def]
         if self.armed and row.id == "q40":
             time.sleep(0.05)  # let the other rollouts of the batch start
-            raise RuntimeError("bug in render_task")
+            raise ContractError("bug in render_task")
         return super().render_task(row)
 
 
