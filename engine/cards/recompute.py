@@ -176,13 +176,25 @@ def _mean_of(rows: dict[str, list[Located]], evaluation_id: Any) -> float | None
     return sum(values) / len(values) if values else None
 
 
+def _superseded(mutations: list[Located], index: int) -> bool:
+    """A phase.completed that a recovery by re-running replaced: a `job.recovery` mutation follows it and so does a
+    later phase.completed of the same phase (which is checked instead). It summarized rollouts whose
+    infrastructure failures were attempted again, so the streams no longer hold the numbers it saw."""
+    phase = (mutations[index].row.get("new_value") or {}).get("phase")
+    later = mutations[index + 1:]
+    recovered = any(m.row.get("mutation_type") == "job.recovery" for m in later)
+    return recovered and any(m.row.get("mutation_type") == "phase.completed"
+                             and (m.row.get("new_value") or {}).get("phase") == phase for m in later)
+
+
 def phase_problems(bundle: Bundle, rows: dict[str, list[Located]]) -> list[Problem]:
     """The numbers the job wrote into its phase.completed mutations agree with the streams: the validation means
     with their evaluations' rollouts, the test numbers and failure counts with the protocol rule."""
     out: list[Problem] = []
-    for loc in rows.get("mutations", []):
+    mutations = rows.get("mutations", [])
+    for index, loc in enumerate(mutations):
         new = loc.row.get("new_value") or {}
-        if loc.row.get("mutation_type") != "phase.completed":
+        if loc.row.get("mutation_type") != "phase.completed" or _superseded(mutations, index):
             continue
         expected: dict[str, Any] = {}
         if new.get("phase") == "validation":

@@ -185,7 +185,7 @@ def test_a_job_whose_only_endpoint_stayed_down_finishes_when_re_run(tmp_path: Pa
     for args in (["export", str(job), "--out", str(tmp_path / "card")], ["validate", str(tmp_path / "card")]):
         proc = subprocess.run([sys.executable, "-m", "engine", "card", *args], capture_output=True, text=True,
                               cwd=Path(__file__).resolve().parents[3], timeout=120)
-        assert proc.returncode == 0, proc.stderr
+        assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "valid (0 error(s)" in proc.stdout
 
 
