@@ -2,8 +2,8 @@
 nodes, and rollout outcomes that contradict their own node and score. Pure functions over blob-resolved rows.
 
 Execution ids of rollout attempts are `<rollout node>#g<store generation>a<attempt>` (engine.runner). A rollout's
-current `mpb.rollout` annotation claims `attempts` = k: its latest generation must hold events of attempts 1..k
-(E_ATTEMPT_MISSING), and every errored event of that generation must belong to one of them; an errored event of a
+current `mpb.rollout` annotation claims `attempts` = k: its latest generation must hold events of attempts 1..k,
+or for an attempt that failed before any call the runner's failure mutation naming that attempt (E_ATTEMPT_MISSING), and every errored event of that generation must belong to one of them; an errored event of a
 rollout that claims no outcome at all, in a finished run, is unclaimed too (E_ATTEMPT_UNCLAIMED). Earlier
 generations are interrupted tries (their nodes were cancelled on resume) and are not counted.
 """
@@ -73,6 +73,19 @@ def _latest(annotations: list[Located], namespace: str) -> dict[str, Located]:
     return latest
 
 
+def _failed_attempts(mutations: list[Located]) -> dict[str, set[int]]:
+    """Attempts the runner recorded as failed on the rollout's node (`failure.attempt` of a node.status_changed).
+    An attempt that failed before its first model call (a tool, vote or render error contained as an
+    infrastructure failure) has no event; this mutation is its record."""
+    out: dict[str, set[int]] = defaultdict(set)
+    for loc in mutations:
+        r = loc.row
+        failure = (r.get("new_value") or {}).get("failure") if r.get("mutation_type") == "node.status_changed" else None
+        if isinstance(failure, dict) and isinstance(failure.get("attempt"), int):
+            out[str(r.get("target_id"))].add(failure["attempt"])
+    return out
+
+
 def attempt_problems(rows: Rows) -> list[Problem]:
     claims = _latest(rows.get("annotations", []), "mpb.rollout")
     status = {loc.row.get("node_id"): loc.row.get("status") for loc in rows.get("nodes", [])}
@@ -82,6 +95,7 @@ def attempt_problems(rows: Rows) -> list[Problem]:
         match = EXECUTION.match(str(loc.row.get("task_execution_id")))
         if match:
             runs[match["rollout"]][int(match["generation"])][int(match["attempt"])].append(loc)
+    failed_before_calls = _failed_attempts(rows.get("mutations", []))
     out = []
     for rollout, loc in claims.items():
         payload = loc.row.get("payload") or {}
@@ -90,7 +104,7 @@ def attempt_problems(rows: Rows) -> list[Problem]:
             continue
         generations = runs.get(rollout, {})
         seen = set(generations[max(generations)]) if generations else set()
-        missing = [a for a in range(1, claimed + 1) if a not in seen]
+        missing = [a for a in range(1, claimed + 1) if a not in seen and a not in failed_before_calls[rollout]]
         if missing:
             out.append(Problem("E_ATTEMPT_MISSING", loc.where, f"rollout {rollout!r} claims {claimed} attempt(s) but"
                                                                f" the events hold none of attempt(s) {missing}"))
@@ -120,6 +134,7 @@ def rollout_outcome_problems(rows: Rows) -> list[Problem]:
     claims = _latest(rows.get("annotations", []), "mpb.rollout")
     scores = _latest(rows.get("annotations", []), "mpb.score")
     nodes = {loc.row.get("node_id"): loc.row for loc in rows.get("nodes", [])}
+    failed_before_calls = _failed_attempts(rows.get("mutations", []))
     out = []
     for rollout, loc in claims.items():
         payload: dict[str, Any] = loc.row.get("payload") or {}
