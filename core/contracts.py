@@ -21,7 +21,10 @@ Layout of an answering role's system prompt:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from core.benchmark import Benchmark
 
 CONTRACT_MARKER = "PROTECTED FINAL OUTPUT CONTRACT"
 REMINDER_MARKER = "REMINDER (protected contract)"
@@ -46,17 +49,17 @@ class ContractPolicy:
         if self.version not in CONTRACT_VERSIONS:
             raise ValueError(f"unknown output contract version {self.version!r}; known: {CONTRACT_VERSIONS}")
 
-    def nudge_for(self, bench: Any, role: str, answering: bool) -> str:
+    def nudge_for(self, bench: Benchmark, role: str, answering: bool) -> str:
         """The format nudge (version 2 only) for an answering role or a role named like the artifact's writer
         (`nudge_roles` of the benchmark, e.g. coder / patcher)."""
-        nudge = str(getattr(bench, "format_nudge", "") or "")
+        nudge = bench.format_nudge
         if self.version != JOB_CONTRACT_VERSION or not nudge:
             return ""
-        writers = tuple(getattr(bench, "nudge_roles", ()) or ())
+        writers = bench.nudge_roles
         return nudge if answering or any(w in role for w in writers) else ""
 
-    def note_for(self, bench: Any, answering: bool) -> str:
-        return str(getattr(bench, "format_note", "") or "") if answering else ""
+    def note_for(self, bench: Benchmark, answering: bool) -> str:
+        return bench.format_note if answering else ""
 
 
 def wrap_answering_prompt(editable: str, contract: str, *, version: int = RUN_CONTRACT_VERSION, note: str = "",

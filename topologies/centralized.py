@@ -22,19 +22,18 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from core.benchmark import Benchmark
+from core.benchmark import Benchmark, rerenders_handoffs
 from core.communication import CommunicationLog
 from core.contracts import ContractPolicy
 from core.models import AgentOutput, PromptBundle, Row
 from core.topology import AgentContext, agent_scope
-from topologies.messages import (NATIVE_CALL_ANSWER, assistant_message, call_arguments, editable, finish_output,
+from topologies.messages import (assistant_message, call_arguments, editable, finish_output,
                                  react, system_prompt, tool_message, tools_for)
 from topologies.report_round import report_round
 from topologies.teams import CentralizedTeam, Worker, check_team_size, team_spec
 
 TERMINATE = "TERMINATE"
 DELEGATE_PREFIX = "delegate_to_"
-NO_RERENDER = frozenset({"swe"})
 NUDGE = ("Continue: delegate the next step to one worker with its delegate_to_<worker> tool, or give the final "
          f"answer and end your message with {TERMINATE}.")
 _TRAILING_TERMINATE = re.compile(rf"(?:\s*\b{TERMINATE}\b[.!]?)+\s*$")
@@ -79,7 +78,7 @@ class Centralized:
         self.team_size = check_team_size(self.name, team_size)
         self.communication = communication
         self.policy = ContractPolicy(contract_version)
-        CommunicationLog(communication, "")
+        CommunicationLog(communication)
 
     def roles(self, task: str, team_size: int) -> list[str]:
         team = team_spec(task).centralized(team_size)
@@ -88,9 +87,10 @@ class Centralized:
     async def run(self, row: Row, bundle: PromptBundle, ctx: AgentContext, bench: Benchmark) -> AgentOutput:
         team = team_spec(bench.name).centralized(self.team_size)
         workers = {w.name: w for w in team.workers}
-        comm = CommunicationLog(self.communication, bench.name, rerender=bench.name not in NO_RERENDER)
+        comm = CommunicationLog(self.communication, bench.report_vocabulary,
+                                rerender=rerenders_handoffs(bench, self.name))
         task = bench.render_task(row)
-        native = [] if bench.name in NATIVE_CALL_ANSWER else tools_for(bench, row, self.name)
+        native = [] if bench.answer_is_native_call else tools_for(bench, row, self.name)
         if team.mode == "report_round":  # section 2.4: ToolHop / API-Bank have no delegation loop
             output, outputs = await report_round(team, row, bundle, ctx, bench, comm, self.policy, native)
             output = output.model_copy(update={"metadata": {**output.metadata, "role_outputs": outputs}})

@@ -46,7 +46,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from core.benchmark import Benchmark, FailureMode, SimReply
+from core.simulation import FailureMode, SimReply, SimulatedBenchmark
 from core.canonical import canonical_json, sha256_hex
 from core.models import Row
 from engine.sim.faults import request_key
@@ -135,7 +135,7 @@ def request_seed_of(body: Mapping[str, Any]) -> int:
 
 @dataclass(frozen=True)
 class Match:
-    benchmark: Benchmark
+    benchmark: SimulatedBenchmark
     row: Row
 
 
@@ -154,13 +154,13 @@ class Policy:
 
     def __init__(
         self,
-        datasets: Mapping[str, tuple[Benchmark, Sequence[Row]]],
+        datasets: Mapping[str, tuple[SimulatedBenchmark, Sequence[Row]]],
         reflection_model: str = DEFAULT_REFLECTION_MODEL,
         model_ids: Sequence[str] = (DEFAULT_TASK_MODEL,),
     ) -> None:
         self.reflection_model = reflection_model
         self.model_ids = tuple(dict.fromkeys([*model_ids, reflection_model]))
-        self._benchmarks: dict[str, Benchmark] = {}
+        self._benchmarks: dict[str, SimulatedBenchmark] = {}
         self._by_text: dict[str, Match] = {}
         self._by_id: dict[tuple[str, str], Match] = {}
         for name, (benchmark, rows) in datasets.items():
@@ -186,7 +186,7 @@ class Policy:
     # ------------------------------------------------------------------ lookup
 
     @property
-    def benchmarks(self) -> Mapping[str, Benchmark]:
+    def benchmarks(self) -> Mapping[str, SimulatedBenchmark]:
         return dict(self._benchmarks)
 
     @property
@@ -222,7 +222,7 @@ class Policy:
         self._substring_cache[text] = found
         return found
 
-    def _benchmark_for(self, row: Row) -> Benchmark:
+    def _benchmark_for(self, row: Row) -> SimulatedBenchmark:
         match = self._by_id.get((row.dataset, row.id))
         if match is not None:
             return match.benchmark

@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from core.benchmark import SimReply
+from core.simulation import SimReply
 from core.models import AgentOutput, Row, Score
 from tests.conftest import start_sim
 from tests.engine.jobutil import run

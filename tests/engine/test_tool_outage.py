@@ -7,7 +7,7 @@ import random
 from typing import Any
 
 from benchmarks.hotpotqa.live import WikipediaUnavailable
-from core.benchmark import SimReply
+from core.simulation import SimReply
 from core.models import Row
 from tests.conftest import start_sim
 from tests.engine.jobutil import run
