@@ -41,7 +41,8 @@ class SimReply:
 class SimulatedBenchmark(Benchmark, Protocol):
     """A benchmark the simulated endpoint can answer for: its failure modes and a reply per mode."""
 
-    failure_modes: tuple[FailureMode, ...]
+    @property
+    def failure_modes(self) -> tuple[FailureMode, ...]: ...
 
     def simulate(self, row: Row, mode: str | None, rng: random.Random) -> SimReply:
         """A reply for the simulated endpoint: correct when mode is None, else exhibiting failure mode `mode`."""

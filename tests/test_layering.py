@@ -1,6 +1,7 @@
 """Import direction: core imports nothing of ours; topologies/optimizers/benchmarks import only core."""
 
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,4 +27,110 @@ def test_layers_import_only_downwards():
             bad = imported_packages(path) - allowed - {package}
             if bad:
                 problems.append(f"{path.relative_to(ROOT)} imports {sorted(bad)}")
+    assert problems == []
+
+
+# ------------------------------------------------------------------ dataset knowledge lives in benchmarks/
+# The nine task names are the protocol's grid vocabulary (core/cell.py, core/protocol.py hold it as data);
+# team specs are data files named after them (topologies/teams/<task>.json). Anywhere else in core/ and
+# topologies/ a string literal naming a dataset would be dataset knowledge outside its benchmark.
+GRID_VOCABULARY = {Path("core/cell.py"), Path("core/protocol.py")}
+TEAM_FILES = sorted(p.name for p in (ROOT / "topologies" / "teams").glob("*.json"))
+PROBE_FACTS = ("call_tool", "score_async", "runs_model_code")  # known optional members (also checked below)
+
+
+def dataset_names() -> set[str]:
+    from core.cell import TASKS
+
+    return {*TASKS, *TEAM_FILES, *(Path(f).stem for f in TEAM_FILES)}
+
+
+def docstring_nodes(tree: ast.AST) -> set[int]:
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                found.add(id(first.value))
+    return found
+
+
+def dataset_literals(source: str, names: set[str]) -> list[str]:
+    """String literals (docstrings aside) that are, or contain as a word, a dataset or team-file name."""
+    tree = ast.parse(source)
+    skip = docstring_nodes(tree)
+    hits = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip:
+            words = set(re.findall(r"[a-z0-9_]+(?:\.json)?", node.value.lower()))
+            if words & names:
+                hits.append(f"line {node.lineno}: {node.value[:60]!r}")
+    return hits
+
+
+def test_dataset_scan_finds_a_hard_coded_name():
+    names = dataset_names()
+    assert dataset_literals('NO_RERENDER = frozenset({"swe"})\n', names)
+    assert dataset_literals('if bench.name == "bfcl":\n    pass\n', names)
+    assert dataset_literals('path = TEAMS / "toolhop.json"\n', names)
+    assert dataset_literals('"""Single: 100 steps for swe."""\nX = 1\n', names) == []  # a docstring is prose
+
+
+def test_topologies_and_core_name_no_dataset():
+    names = dataset_names()
+    assert {"gpqa", "swe", "bfcl", "toolhop.json"} <= names
+    problems = []
+    for package in ("core", "topologies"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            relative = path.relative_to(ROOT)
+            if relative in GRID_VOCABULARY:
+                continue
+            problems += [f"{relative} {hit}" for hit in dataset_literals(path.read_text(encoding="utf-8"), names)]
+    assert problems == []
+
+
+# ------------------------------------------------------------------ benchmarks are reached through the protocol
+def protocol_members() -> set[str]:
+    from core.benchmark import Benchmark
+    from core.simulation import SimulatedBenchmark
+
+    members = set()
+    for proto in (Benchmark, SimulatedBenchmark):
+        members |= set(proto.__annotations__)
+        members |= {k for k, v in vars(proto).items()
+                    if (callable(v) or isinstance(v, property)) and not k.startswith("_")}
+    return members
+
+
+def benchmark_lookups(source: str, members: set[str]) -> list[str]:
+    """getattr/hasattr calls that probe a benchmark object or name a Benchmark protocol member."""
+    hits = []
+    for node in ast.walk(ast.parse(source)):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                and node.func.id in ("getattr", "hasattr") and len(node.args) >= 2):
+            continue
+        target, attr = node.args[0], node.args[1]
+        target_name = target.id if isinstance(target, ast.Name) else getattr(target, "attr", "")
+        member = attr.value if isinstance(attr, ast.Constant) and isinstance(attr.value, str) else ""
+        if "bench" in target_name.lower() or (member in members and member != "name"):
+            hits.append(f"line {node.lineno}: {node.func.id}({target_name}, {member!r})")
+    return hits
+
+
+def test_lookup_scan_finds_a_probe():
+    members = protocol_members()
+    assert set(PROBE_FACTS) <= members and {"simulate", "failure_modes", "scorer_id"} <= members
+    assert benchmark_lookups('f = getattr(self.bench, "call_tool", None)\n', members)
+    assert benchmark_lookups('x = hasattr(found.benchmark, "anything")\n', members)
+    assert benchmark_lookups('s = getattr(obj, "score_async", None)\n', members)
+    assert benchmark_lookups('v = getattr(args, "seed")\n', members) == []
+
+
+def test_benchmarks_are_reached_only_through_the_protocol():
+    members = protocol_members()
+    problems = []
+    for package in ("core", "topologies", "optimizers", "engine"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            problems += [f"{path.relative_to(ROOT)} {hit}"
+                         for hit in benchmark_lookups(path.read_text(encoding="utf-8"), members)]
     assert problems == []

@@ -29,8 +29,9 @@ class LCBBenchmark(CodeGenBenchmark):
     name = "lcb"
     package_dir = PACKAGE_DIR
     scorer_id = "lcb:protocol:v2"
-    report_vocabulary = ReportVocabulary(semi_tags=("APPROACH", "COMPLEXITY", "EDGE_CASES", "CODE_STATUS"),
-                                         payload_fields=("approach", "complexity", "edge_cases", "tests", "code_status"))
+    report_vocabulary = ReportVocabulary(
+        semi_tags=("APPROACH", "COMPLEXITY", "EDGE_CASES", "CODE_STATUS"),
+        payload_fields=("approach", "complexity", "edge_cases", "tests", "code_status"))
     protocol_tests = 3
     runner_tests = None  # all private tests
 

@@ -2,8 +2,8 @@
 
 Every benchmark declares `configure(options) -> Benchmark` (a configured copy), `check_ready()` (raises
 UsageError when it cannot run as configured, e.g. HotpotQA without a Wikipedia source) and `tool_environment()`
-(what its tools read, recorded in the job identity and the evaluation condition; None when nothing). Options a dataset does not take are
-refused, so a flag is never silently ignored.
+(what its tools read, recorded in the job identity and the evaluation condition; None when nothing).
+Options a dataset does not take are refused, so a flag is never silently ignored.
 """
 
 from __future__ import annotations

@@ -42,7 +42,8 @@ def test_contracts_name_the_required_sections_and_dataset_tags():
     soft = format_contract("structured_soft", vocab("swe"))
     assert "JSON_REPORT:" in soft and "END_JSON_REPORT" in soft and "bug_location" in soft
     once = append_format_contract("p", "structured_soft", vocab("lcb"))
-    assert once.startswith("p\n\n" + CONTRACT_HEADER) and append_format_contract(once, "structured_soft", vocab("lcb")) == once
+    assert once.startswith("p\n\n" + CONTRACT_HEADER)
+    assert append_format_contract(once, "structured_soft", vocab("lcb")) == once
     with pytest.raises(ValueError):
         format_contract("xml", vocab("lcb"))
 

@@ -28,8 +28,8 @@ from topologies.teams import team_spec
 
 DATASETS = ("gpqa", "hotpotqa", "math", "lcb", "apps", "swe", "bfcl", "apibank", "toolhop")
 TOPOLOGIES = ("single", "independent", "sequential", "centralized", "decentralized")
-REAL_FACTS = ("format_note", "format_nudge", "nudge_roles", "single_step_limit", "single_recursion_limit", "answer_marker",
-              "answer_request", "answer_is_native_call", "prompt_contract_only", "report_vocabulary")
+REAL_FACTS = ("format_note", "format_nudge", "nudge_roles", "single_step_limit", "single_recursion_limit",
+              "answer_marker", "answer_request", "answer_is_native_call", "prompt_contract_only", "report_vocabulary")
 
 
 class DatasetFacts(FakeBench):
