@@ -1,12 +1,15 @@
 """`DatasetBenchmark`: the skeleton every dataset package shares (splits from its package, contracts from a
-table); the protocol's optional members come with their defaults from core.benchmark.BenchmarkDefaults."""
+table, the data directory from an argument or an environment variable); the protocol's optional members come
+with their defaults from core.benchmark.BenchmarkDefaults."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import ClassVar, Mapping
 
 from core.benchmark import BenchmarkDefaults, Splits
+from core.errors import DataError
 
 
 class DatasetBenchmark(BenchmarkDefaults):
@@ -27,3 +30,19 @@ class DatasetBenchmark(BenchmarkDefaults):
             raise ValueError(f"unknown output contract version {version!r}; known: {sorted(self.contracts)}")
         return self.contracts[version]
 
+
+
+def given_path(data_dir: str | None, env_var: str, what: str, where_to_get: str) -> Path:
+    """`data_dir`, else the environment variable `env_var`; DataError naming `what` when neither is set."""
+    raw = data_dir or os.environ.get(env_var)
+    if not raw:
+        raise DataError(f"{what} not given: {where_to_get}")
+    return Path(raw).expanduser()
+
+
+def data_directory(data_dir: str | None, env_var: str, what: str, where_to_get: str) -> Path:
+    """The dataset directory (see `given_path`); DataError when it does not exist."""
+    directory = given_path(data_dir, env_var, what, where_to_get)
+    if not directory.is_dir():
+        raise DataError(f"{what} {directory} does not exist: {where_to_get}")
+    return directory
