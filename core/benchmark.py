@@ -47,7 +47,7 @@ class Benchmark(Protocol):
     scorer_id: str  # names the scorer's rules and their version (job identity, score annotations)
 
     # dataset facts (defaults in BenchmarkDefaults)
-    answer_is_native_call: bool  # the answer is the native tool calls of the first message that has any (BFCL)
+    answer_is_native_call: bool  # the answer is the native tool calls of the first message that has any
     prompt_contract_only: frozenset[str]  # topologies whose hand-offs pass raw text, no re-rendering (section 3)
     report_vocabulary: ReportVocabulary  # the dataset's optional report tags / payload fields (section 3)
     single_step_limit: int | None  # model calls of a plain-loop Single agent (None: from the recursion limit)
@@ -97,7 +97,7 @@ class Benchmark(Protocol):
         ...
 
     async def finish_output(self, row: Row, output: AgentOutput) -> AgentOutput:
-        """The benchmark's last word on a rollout's output (SWE: the selected member's checkout diff)."""
+        """The benchmark's last word on a rollout's output (e.g. the selected member's checkout diff)."""
         ...
 
     def scorer_problem(self) -> str | None:

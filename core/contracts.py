@@ -3,8 +3,9 @@ never part of the editable text, so optimizers can neither see-and-edit nor remo
 
 Two versions: baseline runs (`python -m engine run`, the protocol's runners) attach version 1; jobs (the
 protocol's optimizer bridge) attach version 2, the fuller wording, and re-attach the dataset's format nudge
-(code-first for APPS/LCB coders, patch-first for SWE patchers) to the roles that write the artifact. The short
-format notes of HotpotQA and MATH (section 2.1) go to answering roles under both versions.
+(`Benchmark.format_nudge`, e.g. code-first for coders, patch-first for patchers) to the roles that write the
+artifact (`nudge_roles`). A dataset's short format note (`format_note`, section 2.1) goes to answering roles under
+both versions.
 
 Layout of an answering role's system prompt:
 

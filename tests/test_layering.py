@@ -1,7 +1,9 @@
 """Import direction: core imports nothing of ours; topologies/optimizers/benchmarks import only core."""
 
 import ast
+import io
 import re
+import tokenize
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,7 +35,7 @@ def test_layers_import_only_downwards():
 # ------------------------------------------------------------------ dataset knowledge lives in benchmarks/
 # The nine task names are the protocol's grid vocabulary (core/cell.py, core/protocol.py hold it as data);
 # team specs are data files named after them (topologies/teams/<task>.json). Anywhere else in core/ and
-# topologies/ a string literal naming a dataset would be dataset knowledge outside its benchmark.
+# topologies/ a string, docstring or comment naming a dataset would be dataset knowledge outside its benchmark.
 GRID_VOCABULARY = {Path("core/cell.py"), Path("core/protocol.py")}
 TEAM_FILES = sorted(p.name for p in (ROOT / "topologies" / "teams").glob("*.json"))
 PROBE_FACTS = ("call_tool", "score_async", "runs_model_code")  # known optional members (also checked below)
@@ -45,35 +47,26 @@ def dataset_names() -> set[str]:
     return {*TASKS, *TEAM_FILES, *(Path(f).stem for f in TEAM_FILES)}
 
 
-def docstring_nodes(tree: ast.AST) -> set[int]:
-    found = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
-            first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
-                found.add(id(first.value))
-    return found
-
-
-def dataset_literals(source: str, names: set[str]) -> list[str]:
-    """String literals (docstrings aside) that are, or contain as a word, a dataset or team-file name."""
-    tree = ast.parse(source)
-    skip = docstring_nodes(tree)
+def dataset_mentions(source: str, names: set[str]) -> list[str]:
+    """String literals (docstrings included) and comments that are, or contain as a word, a dataset or team-file
+    name."""
     hits = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip:
-            words = set(re.findall(r"[a-z0-9_]+(?:\.json)?", node.value.lower()))
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type in (tokenize.STRING, tokenize.COMMENT):
+            words = set(re.findall(r"[a-z0-9_]+(?:\.json)?", token.string.lower()))
             if words & names:
-                hits.append(f"line {node.lineno}: {node.value[:60]!r}")
+                hits.append(f"line {token.start[0]}: {token.string[:60]!r}")
     return hits
 
 
 def test_dataset_scan_finds_a_hard_coded_name():
     names = dataset_names()
-    assert dataset_literals('NO_RERENDER = frozenset({"swe"})\n', names)
-    assert dataset_literals('if bench.name == "bfcl":\n    pass\n', names)
-    assert dataset_literals('path = TEAMS / "toolhop.json"\n', names)
-    assert dataset_literals('"""Single: 100 steps for swe."""\nX = 1\n', names) == []  # a docstring is prose
+    assert dataset_mentions('NO_RERENDER = frozenset({"swe"})\n', names)
+    assert dataset_mentions('if bench.name == "bfcl":\n    pass\n', names)
+    assert dataset_mentions('path = TEAMS / f"toolhop.json"\n', names)
+    assert dataset_mentions('"""Single: 100 steps for SWE."""\nX = 1\n', names)
+    assert dataset_mentions('x = 1  # GPQA needs this\n', names)
+    assert dataset_mentions('import math\ny = math.inf  # no dataset here\n', names) == []
 
 
 def test_topologies_and_core_name_no_dataset():
@@ -85,7 +78,7 @@ def test_topologies_and_core_name_no_dataset():
             relative = path.relative_to(ROOT)
             if relative in GRID_VOCABULARY:
                 continue
-            problems += [f"{relative} {hit}" for hit in dataset_literals(path.read_text(encoding="utf-8"), names)]
+            problems += [f"{relative} {hit}" for hit in dataset_mentions(path.read_text(encoding="utf-8"), names)]
     assert problems == []
 
 

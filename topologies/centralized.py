@@ -11,7 +11,7 @@ a tool call nor TERMINATE gets a short nudge and the manager goes again.
 The manager and the answer-producing workers carry the output contract. The answer is the manager's final
 message (TERMINATE stripped) and nothing else (section 2): when it holds no answer, the rollout is a semantic
 failure (`no_valid_answer`); a worker's answer is never promoted in its place.
-ToolHop and API-Bank (team spec mode `report_round`) have no delegation loop: each worker runs once, then the
+A team spec in mode `report_round` has no delegation loop: each worker runs once, then the
 manager reads the reports and answers (topologies/report_round.py).
 A delegate call naming a worker that does not exist is answered with an error tool result and noted in the
 output metadata (`invalid_delegations`); it never crashes the rollout.

@@ -87,7 +87,7 @@ class Decentralized:
                 if turn.last_tool_result is not None:
                     last_tool_result[member] = turn.last_tool_result
 
-        # each peer's artifact is final before the vote (SWE: its own checkout's diff)
+        # each peer's artifact is final before the vote (e.g. its own repository checkout's diff)
         outputs = [await finish_output(bench, row, ctx, AgentOutput(text=t.text, selected_member=m))
                    for m, t in enumerate(previous)]
         vote = majority_vote([bench.vote_key(row, o) for o in outputs])

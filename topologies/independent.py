@@ -66,7 +66,7 @@ class Independent:
                                selected_member=i) for i, t in enumerate(turns)]
         for i, t in enumerate(turns):
             comm.report(f"{role}.{i}", None if t is None else t.text)
-        # each member's artifact is final before the vote (SWE: its own checkout's diff)
+        # each member's artifact is final before the vote (e.g. its own repository checkout's diff)
         outputs = [await finish_output(bench, row, ctx, o) for o in outputs]
         keys = [None if t is None else bench.vote_key(row, o) for t, o in zip(turns, outputs)]
         vote = majority_vote(keys)

@@ -77,7 +77,7 @@ class AgentTurn:
     node_id: str
     nodes: tuple[str, ...]
     stop: str | None = None  # "step_limit" when the loop ran out of steps
-    last_tool_result: str | None = None  # the latest tool result of the episode (ToolHop scoring reads it)
+    last_tool_result: str | None = None  # the latest tool result of the episode (a scorer may read it)
 
     @property
     def n_calls(self) -> int:
@@ -128,7 +128,7 @@ async def _react(ctx: AgentContext, *, role: str, member: int, messages: list[di
 
 def tools_for(bench: Benchmark, row: Row, topology: str) -> list[dict[str, Any]]:
     """The dataset's native tools, narrowed to the set it declares for this topology (`topology_tools`, e.g.
-    SWE: file_write for Single/Independent, str_replace for the others); all of them when it declares none."""
+    file_write for Single/Independent, str_replace for the others); all of them when it declares none."""
     tools = bench.native_tools(row)
     allowed = bench.topology_tools.get(topology)
     if allowed is None:
@@ -137,7 +137,7 @@ def tools_for(bench: Benchmark, row: Row, topology: str) -> list[dict[str, Any]]
 
 
 async def finish_output(bench: Benchmark, row: Row, ctx: AgentContext, output: AgentOutput) -> AgentOutput:
-    """The benchmark's last word on a rollout's output (`finish_output`, e.g. SWE: the selected member's
+    """The benchmark's last word on a rollout's output (`finish_output`, e.g. the selected member's
     `git diff HEAD`), run in the selected member's agent scope; unchanged by the default."""
     with agent_scope(ctx, "", output.selected_member or 0):
         result: AgentOutput = await bench.finish_output(row, output)

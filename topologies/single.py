@@ -1,13 +1,13 @@
 """Single: one solver agent in a ReAct loop with the dataset's tools (protocol-v1 section 2.1).
 
 The loop ends when the model answers without a tool call or at its limit. The protocol's LangGraph ReAct agent has
-a recursion limit of 25 graph steps (100 for SWE; `single_recursion_limit`), and every model call but the last
-is followed by a tool step, so it allows ceil(limit / 2) model calls: 13 (50 for SWE) - the same reading the team
-specs use for the multi-agent recursion limits (HotpotQA independent 20 -> 10 calls). Plain loops declare model
-calls directly (`single_step_limit`: ToolHop 9 turns, API-Bank 1 call). A benchmark that
-declares an `answer_request` (ToolHop: "If no `<answer>` tag, one extra short call asks for it") gets exactly
-one more request when the final message lacks its `answer_marker`. For datasets whose answer is native tool
-calls (BFCL), the answer is the tool calls of the first model message that has any.
+a recursion limit of graph steps (`Benchmark.single_recursion_limit`, 25 unless the dataset declares more), and
+every model call but the last is followed by a tool step, so it allows ceil(limit / 2) model calls: 13 for 25 -
+the same reading the team specs use for the multi-agent recursion limits (20 -> 10 calls). Plain loops declare
+model calls directly (`single_step_limit`). A benchmark that declares an `answer_request` (e.g. "If no `<answer>`
+tag, one extra short call asks for it") gets exactly one more request when the final message lacks its
+`answer_marker`. For datasets whose answer is native tool calls (`answer_is_native_call`), the answer is the tool
+calls of the first model message that has any.
 """
 
 from __future__ import annotations
