@@ -11,8 +11,8 @@ from typing import Any, Sequence
 
 from core.benchmark import BenchmarkDefaults, Splits
 from core.errors import DataError
-from core.simulation import FailureMode, SimReply
 from core.models import AgentOutput, Row, Score
+from core.simulation import FailureMode, SimReply
 
 ANSWER_RE = re.compile(r"Answer:\s*(-?\d+)")
 

@@ -7,14 +7,14 @@ import random
 from pathlib import Path
 from typing import Any, Sequence
 
-from benchmarks.base import DatasetBenchmark
 from benchmarks.apibank import loader
 from benchmarks.apibank.calls import CallParseError, extract_call, format_call, normalize_params, parse_call
 from benchmarks.apibank.scoring import Embedder, checkout_problem, score_call
-from core.simulation import FailureMode, SimReply
-from core.errors import DataError
+from benchmarks.base import DatasetBenchmark
 from core.communication import ReportVocabulary
+from core.errors import DataError
 from core.models import AgentOutput, Row, Score
+from core.simulation import FailureMode, SimReply
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 

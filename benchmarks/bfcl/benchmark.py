@@ -9,9 +9,9 @@ from typing import Any, Sequence
 from benchmarks.base import DatasetBenchmark
 from benchmarks.bfcl import data, scoring, simulate, tools
 from benchmarks.bfcl.calls import Call, extract_calls, vote_key
-from core.simulation import FailureMode, SimReply
 from core.communication import ReportVocabulary
 from core.models import AgentOutput, Row, Score
+from core.simulation import FailureMode, SimReply
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 

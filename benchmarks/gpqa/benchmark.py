@@ -10,8 +10,8 @@ from benchmarks.base import DatasetBenchmark
 from benchmarks.gpqa import loader
 from benchmarks.gpqa.scoring import extract_letter, score_letter
 from benchmarks.math.calculator import CALCULATOR_SCHEMA, call_calculator
-from core.simulation import FailureMode, SimReply
 from core.models import AgentOutput, Row, Score
+from core.simulation import FailureMode, SimReply
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 

@@ -10,10 +10,10 @@ from benchmarks.base import DatasetBenchmark
 from benchmarks.hotpotqa import loader, wiki
 from benchmarks.hotpotqa.corpus import PooledCorpus, WikiDirCorpus
 from benchmarks.hotpotqa.scoring import extract_answer, normalize_answer, score_answer, score_f1
-from core.simulation import FailureMode, SimReply
-from core.errors import UsageError
 from core.communication import ReportVocabulary
+from core.errors import UsageError
 from core.models import AgentOutput, Row, Score
+from core.simulation import FailureMode, SimReply
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 

@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from benchmarks.base import DatasetBenchmark
+from benchmarks.math import loader
 from benchmarks.math.calculator import CALCULATOR_SCHEMA, call_calculator
 from benchmarks.math.equivalence import is_equiv, last_boxed, strip_string
-from benchmarks.math import loader
-from core.simulation import FailureMode, SimReply
 from core.models import AgentOutput, Row, Score
+from core.simulation import FailureMode, SimReply
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 _DECIMAL = re.compile(r"-?\d*\.\d+")

@@ -8,8 +8,8 @@ from __future__ import annotations
 import random
 from typing import Any, Sequence
 
-from core.simulation import FailureMode, SimReply
 from core.models import AgentOutput, Row, Score
+from core.simulation import FailureMode, SimReply
 
 from benchmarks.base import DatasetBenchmark
 from benchmarks.sandbox.codeblocks import extract_python, normalize_program

@@ -9,14 +9,14 @@ from typing import Any, Sequence
 
 import anyio
 
-from core.simulation import FailureMode, SimReply
 from core.communication import ReportVocabulary
 from core.models import AgentOutput, Row, Score
+from core.simulation import FailureMode, SimReply
 
 from benchmarks.base import DatasetBenchmark
 from benchmarks.swe import harness, loader, repo_tools
-from benchmarks.swe.workspace import RepoWorkspaces
 from benchmarks.swe.patch import check_output, normalize_patch
+from benchmarks.swe.workspace import RepoWorkspaces
 
 PACKAGE_DIR = Path(__file__).parent
 

@@ -9,9 +9,9 @@ from typing import Any, Sequence
 from benchmarks.base import DatasetBenchmark
 from benchmarks.toolhop import executor, loader
 from benchmarks.toolhop.scoring import GIVE_UP, extract_final, matches, normalize, score_answer
-from core.simulation import FailureMode, SimReply
 from core.communication import ReportVocabulary
 from core.models import AgentOutput, Row, Score
+from core.simulation import FailureMode, SimReply
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 MAX_TURNS = 9

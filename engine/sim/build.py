@@ -6,8 +6,8 @@ from typing import Sequence
 
 from core.benchmark import Benchmark
 from core.errors import UsageError
-from core.simulation import SimulatedBenchmark
 from core.models import Row
+from core.simulation import SimulatedBenchmark
 from engine.sim.policy import DEFAULT_REFLECTION_MODEL, Policy
 
 

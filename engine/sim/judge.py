@@ -22,8 +22,8 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from core.simulation import FailureMode, SimulatedBenchmark
 from core.models import AgentOutput, Row
+from core.simulation import FailureMode, SimulatedBenchmark
 
 _KIND_RE = re.compile(r"<judge_task>(\w+)</judge_task>")
 _ITEM_RE = re.compile(r"(?m)^Item: (\S+)\s*$")

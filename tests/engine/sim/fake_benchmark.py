@@ -8,8 +8,8 @@ from typing import Any, Sequence
 
 from core.benchmark import BenchmarkDefaults, Splits
 from core.errors import DataError
-from core.simulation import FailureMode, SimReply
 from core.models import AgentOutput, Row, Score
+from core.simulation import FailureMode, SimReply
 
 FORMAT = FailureMode("format", r"missing the 'Answer:' line", "Always finish with a line 'Answer: <number>'.", 0.5)
 ARITH = FailureMode("arithmetic", r"arithmetic slip", "Double-check every arithmetic step before answering.", 0.4)
