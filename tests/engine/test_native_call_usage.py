@@ -16,7 +16,9 @@ from tests.topologies.scripted import CALC
 
 
 class NativeCallBench(FakeBench):
-    """Answers are native tool calls (the topologies treat the dataset named bfcl so)."""
+    """Answers are native tool calls (it declares so, as BFCL does)."""
+
+    answer_is_native_call = True
 
     def __init__(self) -> None:
         super().__init__(n_train=4, n_validation=4, n_test=5)

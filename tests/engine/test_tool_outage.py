@@ -18,6 +18,8 @@ from tests.topologies.scripted import CALC
 class OutageBench(FakeBench):
     """Every answer starts with a tool call; the tool's backend is unreachable for rows in `down`."""
 
+    executes_tools = True
+
     def __init__(self, down: set[str]) -> None:
         super().__init__(n_train=4, n_validation=4, n_test=4)
         self.down = down
