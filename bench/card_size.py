@@ -37,7 +37,8 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from core.benchmark import FailureMode, SimReply, Splits  # noqa: E402
+from core.benchmark import BenchmarkDefaults, Splits  # noqa: E402
+from core.simulation import FailureMode, SimReply  # noqa: E402
 from core.canonical import content_hash, sha256_hex  # noqa: E402
 from core.models import AgentOutput, Row, Score  # noqa: E402
 from engine.cards.bundle import Bundle  # noqa: E402
@@ -55,11 +56,12 @@ from engine.sim.server import SimServer  # noqa: E402
 PAPER_KB_PER_RUN = {"one-step trace (GPQA, Table 13)": 5.3, "multi-step tool trace (tau-bench)": 90.8}
 
 
-class SumBench:
+class SumBench(BenchmarkDefaults):
     """A synthetic benchmark for this script (rows ask for a sum; the simulated endpoint answers right unless a
     failure mode fires). Named gpqa so that the gpqa team spec gives the 4-agent roles."""
 
     name = "gpqa"
+    scorer_id = "sum:protocol:v1"
     answer_format = "a line 'Answer: <integer>'"
     failure_modes = (FailureMode("arithmetic", r"arithmetic", "Double-check the arithmetic.", 0.3),
                      FailureMode("format", r"format", "End with a line of the form Answer: <integer>.", 0.2))

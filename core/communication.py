@@ -30,21 +30,17 @@ CONFIDENCES = ("low", "medium", "high")
 CONTRACT_HEADER = "INTER-AGENT COMMUNICATION FORMAT"
 REPORT_START, REPORT_END = "JSON_REPORT:", "END_JSON_REPORT"
 
-SEMI_TAGS = {
-    "hotpotqa": ("ENTITIES", "HOPS", "ANSWER_CANDIDATE"),
-    "lcb": ("APPROACH", "COMPLEXITY", "EDGE_CASES", "CODE_STATUS"),
-    "bfcl": ("FUNCTION_CHOICE", "ARG_PLAN", "CALL_CANDIDATE"),
-    "toolhop": ("TOOL_CHAIN", "OBSERVATIONS", "ANSWER_CANDIDATE"),
-    "swe": ("BUG_LOCATION", "PATCH_PLAN", "RISK_OR_REGRESSION"),
-}
-PAYLOAD_FIELDS = {
-    "hotpotqa": ("entities", "hops", "evidence", "answer_candidate"),
-    "lcb": ("approach", "complexity", "edge_cases", "tests", "code_status"),
-    "bfcl": ("function_choice", "arg_plan", "call_candidate"),
-    "toolhop": ("tool_chain", "observations", "answer_candidate"),
-    "apibank": ("api_choice", "call_candidate"),
-    "swe": ("bug_location", "root_cause", "patch_plan", "regression_risk", "tests_or_checks"),
-}
+
+
+@dataclass(frozen=True)
+class ReportVocabulary:
+    """A dataset's additions to the report formats (a `Benchmark.report_vocabulary`): optional semi-structured
+    tags, structured payload fields, and a note that replaces the optional-tags line when the dataset has one."""
+
+    semi_tags: tuple[str, ...] = ()
+    payload_fields: tuple[str, ...] = ()
+    semi_note: str = ""
+
 
 _TAG_LINE = re.compile(r"(?m)^\[([A-Z_]+)\][ \t]*$")
 _REPORT_MARKER = re.compile(r"(?im)^[ \t]*JSON_REPORT[ \t]*:")
@@ -59,7 +55,7 @@ def check_format(fmt: str) -> str:
 
 # ---------------------------------------------------------------------------------------------- contracts
 
-def format_contract(fmt: str, dataset: str) -> str:
+def format_contract(fmt: str, vocabulary: ReportVocabulary) -> str:
     """The reporting contract appended to every agent's system prompt ('' for freeform)."""
     check_format(fmt)
     if fmt == FREEFORM:
@@ -75,11 +71,10 @@ def format_contract(fmt: str, dataset: str) -> str:
             "[CONFIDENCE]\none of: " + ", ".join(CONFIDENCES) + ", with a short reason",
             "[NEXT]\nwhat the receiver should use or do next",
         ]
-        if dataset == "apibank":
-            lines.append("Add no optional tags; keep each section to one sentence; put the exact API call after "
-                         "[NEXT].")
-        elif dataset in SEMI_TAGS:
-            lines.append("Optional tags when useful: " + " ".join(f"[{t}]" for t in SEMI_TAGS[dataset]) + ".")
+        if vocabulary.semi_note:
+            lines.append(vocabulary.semi_note)
+        elif vocabulary.semi_tags:
+            lines.append("Optional tags when useful: " + " ".join(f"[{t}]" for t in vocabulary.semi_tags) + ".")
     else:
         lines = [
             f"{CONTRACT_HEADER}:",
@@ -91,15 +86,15 @@ def format_contract(fmt: str, dataset: str) -> str:
             "status is one of " + ", ".join(STATUSES) + "; confidence is one of " + ", ".join(CONFIDENCES)
             + "; payload is an object.",
         ]
-        if dataset in PAYLOAD_FIELDS:
-            lines.append("Payload fields when known: " + ", ".join(PAYLOAD_FIELDS[dataset]) + ".")
+        if vocabulary.payload_fields:
+            lines.append("Payload fields when known: " + ", ".join(vocabulary.payload_fields) + ".")
     lines.append("If you give the final answer, put it AFTER the report, exactly as the protected output "
                  "contract requires.")
     return "\n".join(lines)
 
 
-def append_format_contract(system_prompt: str, fmt: str, dataset: str) -> str:
-    contract = format_contract(fmt, dataset)
+def append_format_contract(system_prompt: str, fmt: str, vocabulary: ReportVocabulary) -> str:
+    contract = format_contract(fmt, vocabulary)
     if not contract or CONTRACT_HEADER in system_prompt:
         return system_prompt
     return f"{system_prompt.rstrip()}\n\n{contract}"
@@ -215,12 +210,12 @@ def render_handoff(sender: str, text: str | None, fmt: str) -> str:
 class CommunicationLog:
     """Per-rollout accounting of reports and hand-offs; `metadata()` gives the output-metadata fields.
 
-    `rerender=False` is the "prompt contract only" mode (Independent, SWE, Decentralized-BFCL): hand-offs pass
-    the raw text through.
+    `rerender=False` is the "prompt contract only" mode (Independent, and the topologies a dataset lists in
+    `Benchmark.prompt_contract_only`): hand-offs pass the raw text through.
     """
 
     fmt: str
-    dataset: str
+    vocabulary: ReportVocabulary = ReportVocabulary()
     rerender: bool = True
     reports: list[dict[str, Any]] = field(default_factory=list)
     renders_ok: list[bool] = field(default_factory=list)
@@ -229,7 +224,7 @@ class CommunicationLog:
         check_format(self.fmt)
 
     def system_prompt(self, prompt: str) -> str:
-        return append_format_contract(prompt, self.fmt, self.dataset)
+        return append_format_contract(prompt, self.fmt, self.vocabulary)
 
     def report(self, agent: str, text: str | None) -> ParsedReport:
         """Record one agent's own report (call in a deterministic order)."""

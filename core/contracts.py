@@ -3,8 +3,9 @@ never part of the editable text, so optimizers can neither see-and-edit nor remo
 
 Two versions: baseline runs (`python -m engine run`, the protocol's runners) attach version 1; jobs (the
 protocol's optimizer bridge) attach version 2, the fuller wording, and re-attach the dataset's format nudge
-(code-first for APPS/LCB coders, patch-first for SWE patchers) to the roles that write the artifact. The short
-format notes of HotpotQA and MATH (section 2.1) go to answering roles under both versions.
+(`Benchmark.format_nudge`, e.g. code-first for coders, patch-first for patchers) to the roles that write the
+artifact (`nudge_roles`). A dataset's short format note (`format_note`, section 2.1) goes to answering roles under
+both versions.
 
 Layout of an answering role's system prompt:
 
@@ -21,7 +22,10 @@ Layout of an answering role's system prompt:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from core.benchmark import Benchmark
 
 CONTRACT_MARKER = "PROTECTED FINAL OUTPUT CONTRACT"
 REMINDER_MARKER = "REMINDER (protected contract)"
@@ -46,17 +50,17 @@ class ContractPolicy:
         if self.version not in CONTRACT_VERSIONS:
             raise ValueError(f"unknown output contract version {self.version!r}; known: {CONTRACT_VERSIONS}")
 
-    def nudge_for(self, bench: Any, role: str, answering: bool) -> str:
+    def nudge_for(self, bench: Benchmark, role: str, answering: bool) -> str:
         """The format nudge (version 2 only) for an answering role or a role named like the artifact's writer
         (`nudge_roles` of the benchmark, e.g. coder / patcher)."""
-        nudge = str(getattr(bench, "format_nudge", "") or "")
+        nudge = bench.format_nudge
         if self.version != JOB_CONTRACT_VERSION or not nudge:
             return ""
-        writers = tuple(getattr(bench, "nudge_roles", ()) or ())
+        writers = bench.nudge_roles
         return nudge if answering or any(w in role for w in writers) else ""
 
-    def note_for(self, bench: Any, answering: bool) -> str:
-        return str(getattr(bench, "format_note", "") or "") if answering else ""
+    def note_for(self, bench: Benchmark, answering: bool) -> str:
+        return bench.format_note if answering else ""
 
 
 def wrap_answering_prompt(editable: str, contract: str, *, version: int = RUN_CONTRACT_VERSION, note: str = "",

@@ -50,7 +50,7 @@ class AgentScope:
     """Which agent a tool call comes from: the rollout attempt's context object, the role and the member.
 
     Set by the topologies around every agent's turn (`agent_scope`), read by benchmarks whose tools keep state per
-    agent (SWE: one repository clone per replica / peer, shared by the stages of a pipeline)."""
+    agent (e.g. one repository clone per replica / peer, shared by the stages of a pipeline)."""
 
     rollout: object
     role: str

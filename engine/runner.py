@@ -77,8 +77,8 @@ class Runner:
         self.limiter = anyio.CapacityLimiter(concurrency or pool.capacity)
         self.record_calls = record_calls
         self.on_record = on_record
-        self._tool_call = getattr(bench, "call_tool", None)
-        self._score_async = getattr(bench, "score_async", None)
+        self._tool_call = bench.call_tool if bench.executes_tools else None
+        self._score_async = bench.score_async
 
     # ------------------------------------------------------------------ batches
     async def run_batch(self, specs: Sequence[RolloutSpec], decoding: dict[str, Any],

@@ -9,15 +9,17 @@ import random
 import re
 from typing import Any, Sequence
 
-from core.benchmark import FailureMode, SimReply, Splits
+from core.benchmark import BenchmarkDefaults, Splits
 from core.errors import DataError
 from core.models import AgentOutput, Row, Score
+from core.simulation import FailureMode, SimReply
 
 ANSWER_RE = re.compile(r"Answer:\s*(-?\d+)")
 
 
-class FakeBench:
+class FakeBench(BenchmarkDefaults):
     name = "fake"
+    scorer_id = "fake:protocol:v1"
     answer_format = "a line 'Answer: <integer>'"
     failure_modes = (
         FailureMode("arithmetic", r"arithmetic", "Double-check the arithmetic before answering.", 0.3),

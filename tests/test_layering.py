@@ -1,6 +1,9 @@
 """Import direction: core imports nothing of ours; topologies/optimizers/benchmarks import only core."""
 
 import ast
+import io
+import re
+import tokenize
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,4 +29,101 @@ def test_layers_import_only_downwards():
             bad = imported_packages(path) - allowed - {package}
             if bad:
                 problems.append(f"{path.relative_to(ROOT)} imports {sorted(bad)}")
+    assert problems == []
+
+
+# ------------------------------------------------------------------ dataset knowledge lives in benchmarks/
+# The nine task names are the protocol's grid vocabulary (core/cell.py, core/protocol.py hold it as data);
+# team specs are data files named after them (topologies/teams/<task>.json). Anywhere else in core/ and
+# topologies/ a string, docstring or comment naming a dataset would be dataset knowledge outside its benchmark.
+GRID_VOCABULARY = {Path("core/cell.py"), Path("core/protocol.py")}
+TEAM_FILES = sorted(p.name for p in (ROOT / "topologies" / "teams").glob("*.json"))
+PROBE_FACTS = ("call_tool", "score_async", "runs_model_code")  # known optional members (also checked below)
+
+
+def dataset_names() -> set[str]:
+    from core.cell import TASKS
+
+    return {*TASKS, *TEAM_FILES, *(Path(f).stem for f in TEAM_FILES)}
+
+
+def dataset_mentions(source: str, names: set[str]) -> list[str]:
+    """String literals (docstrings included) and comments that are, or contain as a word, a dataset or team-file
+    name."""
+    hits = []
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type in (tokenize.STRING, tokenize.COMMENT):
+            words = set(re.findall(r"[a-z0-9_]+(?:\.json)?", token.string.lower()))
+            if words & names:
+                hits.append(f"line {token.start[0]}: {token.string[:60]!r}")
+    return hits
+
+
+def test_dataset_scan_finds_a_hard_coded_name():
+    names = dataset_names()
+    assert dataset_mentions('NO_RERENDER = frozenset({"swe"})\n', names)
+    assert dataset_mentions('if bench.name == "bfcl":\n    pass\n', names)
+    assert dataset_mentions('path = TEAMS / f"toolhop.json"\n', names)
+    assert dataset_mentions('"""Single: 100 steps for SWE."""\nX = 1\n', names)
+    assert dataset_mentions('x = 1  # GPQA needs this\n', names)
+    assert dataset_mentions('import math\ny = math.inf  # no dataset here\n', names) == []
+
+
+def test_topologies_and_core_name_no_dataset():
+    names = dataset_names()
+    assert {"gpqa", "swe", "bfcl", "toolhop.json"} <= names
+    problems = []
+    for package in ("core", "topologies"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            relative = path.relative_to(ROOT)
+            if relative in GRID_VOCABULARY:
+                continue
+            problems += [f"{relative} {hit}" for hit in dataset_mentions(path.read_text(encoding="utf-8"), names)]
+    assert problems == []
+
+
+# ------------------------------------------------------------------ benchmarks are reached through the protocol
+def protocol_members() -> set[str]:
+    from core.benchmark import Benchmark
+    from core.simulation import SimulatedBenchmark
+
+    members = set()
+    for proto in (Benchmark, SimulatedBenchmark):
+        members |= set(proto.__annotations__)
+        members |= {k for k, v in vars(proto).items()
+                    if (callable(v) or isinstance(v, property)) and not k.startswith("_")}
+    return members
+
+
+def benchmark_lookups(source: str, members: set[str]) -> list[str]:
+    """getattr/hasattr calls that probe a benchmark object or name a Benchmark protocol member."""
+    hits = []
+    for node in ast.walk(ast.parse(source)):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                and node.func.id in ("getattr", "hasattr") and len(node.args) >= 2):
+            continue
+        target, attr = node.args[0], node.args[1]
+        target_name = target.id if isinstance(target, ast.Name) else getattr(target, "attr", "")
+        member = attr.value if isinstance(attr, ast.Constant) and isinstance(attr.value, str) else ""
+        if "bench" in target_name.lower() or (member in members and member != "name"):
+            hits.append(f"line {node.lineno}: {node.func.id}({target_name}, {member!r})")
+    return hits
+
+
+def test_lookup_scan_finds_a_probe():
+    members = protocol_members()
+    assert set(PROBE_FACTS) <= members and {"simulate", "failure_modes", "scorer_id"} <= members
+    assert benchmark_lookups('f = getattr(self.bench, "call_tool", None)\n', members)
+    assert benchmark_lookups('x = hasattr(found.benchmark, "anything")\n', members)
+    assert benchmark_lookups('s = getattr(obj, "score_async", None)\n', members)
+    assert benchmark_lookups('v = getattr(args, "seed")\n', members) == []
+
+
+def test_benchmarks_are_reached_only_through_the_protocol():
+    members = protocol_members()
+    problems = []
+    for package in ("core", "topologies", "optimizers", "engine"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            problems += [f"{path.relative_to(ROOT)} {hit}"
+                         for hit in benchmark_lookups(path.read_text(encoding="utf-8"), members)]
     assert problems == []

@@ -11,7 +11,7 @@ a tool call nor TERMINATE gets a short nudge and the manager goes again.
 The manager and the answer-producing workers carry the output contract. The answer is the manager's final
 message (TERMINATE stripped) and nothing else (section 2): when it holds no answer, the rollout is a semantic
 failure (`no_valid_answer`); a worker's answer is never promoted in its place.
-ToolHop and API-Bank (team spec mode `report_round`) have no delegation loop: each worker runs once, then the
+A team spec in mode `report_round` has no delegation loop: each worker runs once, then the
 manager reads the reports and answers (topologies/report_round.py).
 A delegate call naming a worker that does not exist is answered with an error tool result and noted in the
 output metadata (`invalid_delegations`); it never crashes the rollout.
@@ -22,19 +22,18 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from core.benchmark import Benchmark
+from core.benchmark import Benchmark, rerenders_handoffs
 from core.communication import CommunicationLog
 from core.contracts import ContractPolicy
 from core.models import AgentOutput, PromptBundle, Row
-from core.topology import AgentContext, agent_scope
-from topologies.messages import (NATIVE_CALL_ANSWER, assistant_message, call_arguments, editable, finish_output,
+from core.topology import AgentContext, ChatReply, agent_scope
+from topologies.messages import (assistant_message, call_arguments, editable, finish_output,
                                  react, system_prompt, tool_message, tools_for)
 from topologies.report_round import report_round
 from topologies.teams import CentralizedTeam, Worker, check_team_size, team_spec
 
 TERMINATE = "TERMINATE"
 DELEGATE_PREFIX = "delegate_to_"
-NO_RERENDER = frozenset({"swe"})
 NUDGE = ("Continue: delegate the next step to one worker with its delegate_to_<worker> tool, or give the final "
          f"answer and end your message with {TERMINATE}.")
 _TRAILING_TERMINATE = re.compile(rf"(?:\s*\b{TERMINATE}\b[.!]?)+\s*$")
@@ -79,7 +78,7 @@ class Centralized:
         self.team_size = check_team_size(self.name, team_size)
         self.communication = communication
         self.policy = ContractPolicy(contract_version)
-        CommunicationLog(communication, "")
+        CommunicationLog(communication)
 
     def roles(self, task: str, team_size: int) -> list[str]:
         team = team_spec(task).centralized(team_size)
@@ -87,111 +86,24 @@ class Centralized:
 
     async def run(self, row: Row, bundle: PromptBundle, ctx: AgentContext, bench: Benchmark) -> AgentOutput:
         team = team_spec(bench.name).centralized(self.team_size)
-        workers = {w.name: w for w in team.workers}
-        comm = CommunicationLog(self.communication, bench.name, rerender=bench.name not in NO_RERENDER)
-        task = bench.render_task(row)
-        native = [] if bench.name in NATIVE_CALL_ANSWER else tools_for(bench, row, self.name)
-        if team.mode == "report_round":  # section 2.4: ToolHop / API-Bank have no delegation loop
+        comm = CommunicationLog(self.communication, bench.report_vocabulary,
+                                rerender=rerenders_handoffs(bench, self.name))
+        native = [] if bench.answer_is_native_call else tools_for(bench, row, self.name)
+        if team.mode == "report_round":  # section 2.4: a report round, no delegation loop
             output, outputs = await report_round(team, row, bundle, ctx, bench, comm, self.policy, native)
             output = output.model_copy(update={"metadata": {**output.metadata, "role_outputs": outputs}})
             return await finish_output(bench, row, ctx, output)
-        manager_tools = [delegate_tool(w) for w in team.workers] + (native if team.manager_tools else [])
-        manager = team.manager
-        manager_system = system_prompt(editable(bundle, manager), answering=True, bench=bench, comm=comm,
-                                       extension=manager_extension(team), role=manager, policy=self.policy)
-        conversation: list[dict[str, Any]] = [
-            {"role": "system", "content": manager_system},
-            {"role": "user", "content": task},
-        ]
-        shared: list[tuple[str, str]] = []  # what workers see, besides the task
-        shared_nodes: list[str] = []
-        delegations: list[str] = []
-        invalid: list[dict[str, Any]] = []
-        role_outputs: dict[str, str | None] = {}  # each agent's latest message (the manager's: its final one)
-        turns, stop = 0, "turn_cap"
-        reads: tuple[str, ...] = ()
-        manager_text: str | None = None
-        last_tool_result: str | None = None
-        while turns < team.max_turns:
-            reply = await ctx.chat(role=manager, member=0, messages=conversation, tools=manager_tools, reads=reads)
-            turns += 1
-            manager_text = reply.content
-            conversation.append(assistant_message(reply.content, reply.tool_calls))
-            final = strip_terminate(reply.content)
-            if reply.content and reply.content.strip():
-                shared.append(("manager", comm.handoff("manager", final)))
-                shared_nodes.append(reply.node_id)
-            if TERMINATE in (reply.content or "") or not reply.tool_calls:
-                comm.report(f"{manager}.0", final)
-            if TERMINATE in (reply.content or ""):
-                stop = "terminate"
+        loop = _DelegationLoop(self, row, bundle, ctx, bench, team, comm, native)
+        while loop.turns < team.max_turns:
+            if await loop.manager_turn():
                 break
-            if not reply.tool_calls:
-                conversation.append({"role": "user", "content": NUDGE})
-                reads = (reply.node_id,)
-                continue
-            chosen: tuple[Worker, dict[str, Any]] | None = None
-            results: list[tuple[dict[str, Any], str | None]] = []
-            for call in reply.tool_calls:
-                name = str(call.get("name", ""))
-                result: str | None = None
-                if name.startswith(DELEGATE_PREFIX):
-                    target = name[len(DELEGATE_PREFIX):]
-                    if target not in workers:
-                        invalid.append({"manager_turn": reply.turn, "tool": name})
-                        result = (f"error: there is no worker named {target!r}; your workers are: "
-                                  f"{', '.join(workers)}.")
-                    elif chosen is not None:
-                        result = (f"error: one worker at a time; {chosen[0].name} takes this turn. Delegate to "
-                                  f"{target} afterwards if still needed.")
-                    else:
-                        chosen = (workers[target], call)
-                else:
-                    with agent_scope(ctx, manager, 0):
-                        result = await ctx.call_tool(role=manager, member=0, node_id=reply.node_id, call=call)
-                    last_tool_result = result
-                results.append((call, result))
-            reads = (reply.node_id,)
-            if chosen is not None:
-                if turns >= team.max_turns:
-                    filled = "error: the turn cap was reached before the worker could run."
-                    results = [(c, filled if r is None else r) for c, r in results]
-                    for call, result in results:
-                        conversation.append(tool_message(call, result or ""))
-                    break
-                worker, call = chosen
-                args = call_arguments(call)
-                instruction = str(args.get("task", "")) if args else str(call.get("arguments", ""))
-                delegations.append(worker.name)
-                shared_nodes.append(reply.node_id)
-                messages: list[dict[str, Any]] = [
-                    {"role": "system", "content": system_prompt(editable(bundle, worker.name),
-                                                                answering=worker.answers, bench=bench, comm=comm,
-                                                                role=worker.name, policy=self.policy)},
-                    {"role": "user", "content": worker_view(task, shared, worker.name, instruction)},
-                ]
-                turn = await react(ctx, role=worker.name, member=0, messages=messages,
-                                   tools=native if worker.tools else None, reads=tuple(dict.fromkeys(shared_nodes)),
-                                   max_steps=min(team.worker_step_limit, team.max_turns - turns))
-                turns += turn.n_calls
-                if turn.last_tool_result is not None:
-                    last_tool_result = turn.last_tool_result
-                comm.report(f"{worker.name}.0", turn.text)
-                role_outputs[worker.name] = turn.text
-                rendered = comm.handoff(worker.name, turn.text)
-                shared.append((f"manager -> {worker.name}", instruction))
-                shared.append((worker.name, rendered))
-                shared_nodes.append(turn.node_id)
-                results = [(c, rendered if r is None else r) for c, r in results]
-                reads = (reply.node_id, turn.node_id)
-            for call, result in results:
-                conversation.append(tool_message(call, result or ""))
-        role_outputs[manager] = strip_terminate(manager_text)
-        output = self._output(row, bench, team, strip_terminate(manager_text), turns, stop, delegations,
-                              invalid, comm)
-        output = output.model_copy(update={"metadata": {**output.metadata, "role_outputs": role_outputs}})
-        if last_tool_result is not None:
-            output = output.model_copy(update={"metadata": {**output.metadata, "last_tool_result": last_tool_result}})
+        loop.role_outputs[team.manager] = strip_terminate(loop.manager_text)
+        output = self._output(row, bench, team, strip_terminate(loop.manager_text), loop.turns, loop.stop,
+                              loop.delegations, loop.invalid, comm)
+        output = output.model_copy(update={"metadata": {**output.metadata, "role_outputs": loop.role_outputs}})
+        if loop.last_tool_result is not None:
+            output = output.model_copy(update={"metadata": {**output.metadata,
+                                                            "last_tool_result": loop.last_tool_result}})
         return await finish_output(bench, row, ctx, output)
 
     def _output(self, row: Row, bench: Benchmark, team: CentralizedTeam, final: str | None, turns: int,
@@ -210,3 +122,122 @@ class Centralized:
         if bench.vote_key(row, AgentOutput(text=text)) is None:
             metadata["no_valid_answer"] = True
         return AgentOutput(text=text, selected_member=0, metadata=metadata)
+
+
+class _DelegationLoop:
+    """The state of one rollout's manager/worker loop; `manager_turn` runs one manager turn and whatever worker
+    turn it delegates."""
+
+    def __init__(self, topology: Centralized, row: Row, bundle: PromptBundle, ctx: AgentContext, bench: Benchmark,
+                 team: CentralizedTeam, comm: CommunicationLog, native: list[dict[str, Any]]) -> None:
+        self.policy, self.bundle, self.ctx, self.bench, self.team, self.comm = (
+            topology.policy, bundle, ctx, bench, team, comm)
+        self.native = native
+        self.workers = {w.name: w for w in team.workers}
+        self.task = bench.render_task(row)
+        self.manager_tools = [delegate_tool(w) for w in team.workers] + (native if team.manager_tools else [])
+        manager_system = system_prompt(editable(bundle, team.manager), answering=True, bench=bench, comm=comm,
+                                       extension=manager_extension(team), role=team.manager, policy=self.policy)
+        self.conversation: list[dict[str, Any]] = [
+            {"role": "system", "content": manager_system},
+            {"role": "user", "content": self.task},
+        ]
+        self.shared: list[tuple[str, str]] = []  # what workers see, besides the task
+        self.shared_nodes: list[str] = []
+        self.delegations: list[str] = []
+        self.invalid: list[dict[str, Any]] = []
+        self.role_outputs: dict[str, str | None] = {}  # each agent's latest message (the manager's: its final one)
+        self.turns, self.stop = 0, "turn_cap"
+        self.reads: tuple[str, ...] = ()
+        self.manager_text: str | None = None
+        self.last_tool_result: str | None = None
+
+    async def manager_turn(self) -> bool:
+        """One manager turn (and the worker turn it delegates); True when the loop ends."""
+        manager, comm = self.team.manager, self.comm
+        reply = await self.ctx.chat(role=manager, member=0, messages=self.conversation, tools=self.manager_tools,
+                                    reads=self.reads)
+        self.turns += 1
+        self.manager_text = reply.content
+        self.conversation.append(assistant_message(reply.content, reply.tool_calls))
+        final = strip_terminate(reply.content)
+        if reply.content and reply.content.strip():
+            self.shared.append(("manager", comm.handoff("manager", final)))
+            self.shared_nodes.append(reply.node_id)
+        if TERMINATE in (reply.content or "") or not reply.tool_calls:
+            comm.report(f"{manager}.0", final)
+        if TERMINATE in (reply.content or ""):
+            self.stop = "terminate"
+            return True
+        if not reply.tool_calls:
+            self.conversation.append({"role": "user", "content": NUDGE})
+            self.reads = (reply.node_id,)
+            return False
+        chosen, results = await self._route_calls(reply)
+        self.reads = (reply.node_id,)
+        ended = False
+        if chosen is not None and self.turns >= self.team.max_turns:
+            filled = "error: the turn cap was reached before the worker could run."
+            results = [(c, filled if r is None else r) for c, r in results]
+            ended = True
+        elif chosen is not None:
+            rendered, worker_node = await self._delegate(reply, *chosen)
+            results = [(c, rendered if r is None else r) for c, r in results]
+            self.reads = (reply.node_id, worker_node)
+        for call, result in results:
+            self.conversation.append(tool_message(call, result or ""))
+        return ended
+
+    async def _route_calls(self, reply: ChatReply) -> tuple[tuple[Worker, dict[str, Any]] | None,
+                                                             list[tuple[dict[str, Any], str | None]]]:
+        """The manager's tool calls: the first valid delegation is chosen (its result comes later), invalid or
+        extra delegations get an error result, other tools run now."""
+        manager = self.team.manager
+        chosen: tuple[Worker, dict[str, Any]] | None = None
+        results: list[tuple[dict[str, Any], str | None]] = []
+        for call in reply.tool_calls:
+            name = str(call.get("name", ""))
+            result: str | None = None
+            if name.startswith(DELEGATE_PREFIX):
+                target = name[len(DELEGATE_PREFIX):]
+                if target not in self.workers:
+                    self.invalid.append({"manager_turn": reply.turn, "tool": name})
+                    result = (f"error: there is no worker named {target!r}; your workers are: "
+                              f"{', '.join(self.workers)}.")
+                elif chosen is not None:
+                    result = (f"error: one worker at a time; {chosen[0].name} takes this turn. Delegate to "
+                              f"{target} afterwards if still needed.")
+                else:
+                    chosen = (self.workers[target], call)
+            else:
+                with agent_scope(self.ctx, manager, 0):
+                    result = await self.ctx.call_tool(role=manager, member=0, node_id=reply.node_id, call=call)
+                self.last_tool_result = result
+            results.append((call, result))
+        return chosen, results
+
+    async def _delegate(self, reply: ChatReply, worker: Worker, call: dict[str, Any]) -> tuple[str, str]:
+        """Run the delegated worker's turn; its report as the manager reads it, and the worker's last node."""
+        args = call_arguments(call)
+        instruction = str(args.get("task", "")) if args else str(call.get("arguments", ""))
+        self.delegations.append(worker.name)
+        self.shared_nodes.append(reply.node_id)
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": system_prompt(editable(self.bundle, worker.name),
+                                                        answering=worker.answers, bench=self.bench, comm=self.comm,
+                                                        role=worker.name, policy=self.policy)},
+            {"role": "user", "content": worker_view(self.task, self.shared, worker.name, instruction)},
+        ]
+        turn = await react(self.ctx, role=worker.name, member=0, messages=messages,
+                           tools=self.native if worker.tools else None, reads=tuple(dict.fromkeys(self.shared_nodes)),
+                           max_steps=min(self.team.worker_step_limit, self.team.max_turns - self.turns))
+        self.turns += turn.n_calls
+        if turn.last_tool_result is not None:
+            self.last_tool_result = turn.last_tool_result
+        self.comm.report(f"{worker.name}.0", turn.text)
+        self.role_outputs[worker.name] = turn.text
+        rendered = self.comm.handoff(worker.name, turn.text)
+        self.shared.append((f"manager -> {worker.name}", instruction))
+        self.shared.append((worker.name, rendered))
+        self.shared_nodes.append(turn.node_id)
+        return rendered, turn.node_id

@@ -13,17 +13,16 @@ from typing import Any
 
 import anyio
 
-from core.benchmark import Benchmark
+from core.benchmark import Benchmark, rerenders_handoffs
 from core.communication import CommunicationLog
 from core.contracts import ContractPolicy
 from core.models import AgentOutput, PromptBundle, Row
 from core.topology import AgentContext
 from core.voting import majority_vote
-from topologies.messages import (NATIVE_CALL_ANSWER, AgentTurn, editable, finish_output, react, system_prompt,
+from topologies.messages import (AgentTurn, editable, finish_output, react, system_prompt,
                                  tools_for)
 from topologies.teams import check_team_size, team_spec
 
-PROMPT_ONLY = frozenset({"swe", "bfcl"})  # the format is a prompt contract only (no hand-off re-rendering)
 REVISE = ("Revise your answer only if a peer's reasoning or evidence is stronger than yours; otherwise keep it. "
           "End with your final answer in the required format.")
 
@@ -44,7 +43,7 @@ class Decentralized:
         self.communication = communication
         self.policy = ContractPolicy(contract_version)
         self.rounds = rounds
-        CommunicationLog(communication, "")
+        CommunicationLog(communication)
 
     def roles(self, task: str, team_size: int) -> list[str]:
         return [team_spec(task).debater_role()]
@@ -54,11 +53,12 @@ class Decentralized:
         role = spec.debater_role()
         rounds = self.rounds if self.rounds is not None else spec.rounds()
         n = self.team_size
-        comm = CommunicationLog(self.communication, bench.name, rerender=bench.name not in PROMPT_ONLY)
+        comm = CommunicationLog(self.communication, bench.report_vocabulary,
+                                rerender=rerenders_handoffs(bench, self.name))
         system = system_prompt(editable(bundle, role), answering=True, bench=bench, comm=comm, role=role,
                                policy=self.policy)
         task = bench.render_task(row)
-        tools = [] if bench.name in NATIVE_CALL_ANSWER else tools_for(bench, row, self.name)
+        tools = [] if bench.answer_is_native_call else tools_for(bench, row, self.name)
         limit = spec.debate_step_limit() if tools else 1
         conversations: list[list[dict[str, Any]]] = [
             [{"role": "system", "content": system}, {"role": "user", "content": task}] for _ in range(n)]
@@ -87,7 +87,7 @@ class Decentralized:
                 if turn.last_tool_result is not None:
                     last_tool_result[member] = turn.last_tool_result
 
-        # each peer's artifact is final before the vote (SWE: its own checkout's diff)
+        # each peer's artifact is final before the vote (e.g. its own repository checkout's diff)
         outputs = [await finish_output(bench, row, ctx, AgentOutput(text=t.text, selected_member=m))
                    for m, t in enumerate(previous)]
         vote = majority_vote([bench.vote_key(row, o) for o in outputs])

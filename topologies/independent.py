@@ -20,7 +20,7 @@ from core.contracts import ContractPolicy
 from core.models import AgentOutput, PromptBundle, Row
 from core.topology import AgentContext
 from core.voting import majority_vote
-from topologies.messages import (NATIVE_CALL_ANSWER, AgentTurn, editable, finish_output, react, system_prompt,
+from topologies.messages import (AgentTurn, editable, finish_output, react, system_prompt,
                                  tools_for)
 from topologies.teams import check_team_size, team_spec
 
@@ -32,7 +32,7 @@ class Independent:
         self.team_size = check_team_size(self.name, team_size)
         self.communication = communication
         self.policy = ContractPolicy(contract_version)
-        CommunicationLog(communication, "")  # validates the format name early
+        CommunicationLog(communication)  # validates the format name early
 
     def roles(self, task: str, team_size: int) -> list[str]:
         return [team_spec(task).independent_role()]
@@ -40,15 +40,15 @@ class Independent:
     async def run(self, row: Row, bundle: PromptBundle, ctx: AgentContext, bench: Benchmark) -> AgentOutput:
         spec = team_spec(bench.name)
         role = spec.independent_role()
-        comm = CommunicationLog(self.communication, bench.name, rerender=False)
+        comm = CommunicationLog(self.communication, bench.report_vocabulary, rerender=False)
         system = system_prompt(editable(bundle, role), answering=True, bench=bench, comm=comm, role=role,
                                policy=self.policy)
         task = bench.render_task(row)
         tools = tools_for(bench, row, self.name)
-        native = bench.name in NATIVE_CALL_ANSWER
+        native = bench.answer_is_native_call
         limit = spec.independent_step_limit()
         turns: list[AgentTurn | None] = [None] * self.team_size
-        cap = getattr(bench, "independent_wall_clock_s", None)
+        cap = bench.independent_wall_clock_s
 
         async def replica(member: int) -> None:
             messages: list[dict[str, Any]] = [{"role": "system", "content": system},
@@ -66,7 +66,7 @@ class Independent:
                                selected_member=i) for i, t in enumerate(turns)]
         for i, t in enumerate(turns):
             comm.report(f"{role}.{i}", None if t is None else t.text)
-        # each member's artifact is final before the vote (SWE: its own checkout's diff)
+        # each member's artifact is final before the vote (e.g. its own repository checkout's diff)
         outputs = [await finish_output(bench, row, ctx, o) for o in outputs]
         keys = [None if t is None else bench.vote_key(row, o) for t, o in zip(turns, outputs)]
         vote = majority_vote(keys)

@@ -14,11 +14,6 @@ from core.errors import ContractError
 from core.models import AgentOutput, PromptBundle, Row
 from core.topology import AgentContext, agent_scope
 
-# Datasets whose Single/Independent answer is the native tool calls of the first message that makes any
-# (BFCL); the other topologies answer those datasets through the text contract and offer no native tools.
-NATIVE_CALL_ANSWER = frozenset({"bfcl"})
-
-
 def editable(bundle: PromptBundle, role: str) -> str:
     """The bundle's prompt for `role`; a bundle without it breaks the topology's contract with the optimizer."""
     try:
@@ -82,7 +77,7 @@ class AgentTurn:
     node_id: str
     nodes: tuple[str, ...]
     stop: str | None = None  # "step_limit" when the loop ran out of steps
-    last_tool_result: str | None = None  # the latest tool result of the episode (ToolHop scoring reads it)
+    last_tool_result: str | None = None  # the latest tool result of the episode (a scorer may read it)
 
     @property
     def n_calls(self) -> int:
@@ -133,20 +128,17 @@ async def _react(ctx: AgentContext, *, role: str, member: int, messages: list[di
 
 def tools_for(bench: Benchmark, row: Row, topology: str) -> list[dict[str, Any]]:
     """The dataset's native tools, narrowed to the set it declares for this topology (`topology_tools`, e.g.
-    SWE: file_write for Single/Independent, str_replace for the others); all of them when it declares none."""
+    file_write for Single/Independent, str_replace for the others); all of them when it declares none."""
     tools = bench.native_tools(row)
-    allowed = (getattr(bench, "topology_tools", None) or {}).get(topology)
+    allowed = bench.topology_tools.get(topology)
     if allowed is None:
         return tools
     return [t for t in tools if t.get("function", {}).get("name") in allowed]
 
 
 async def finish_output(bench: Benchmark, row: Row, ctx: AgentContext, output: AgentOutput) -> AgentOutput:
-    """The benchmark's last word on a rollout's output (`finish_output`, e.g. SWE: the selected member's
-    `git diff HEAD`), run in the selected member's agent scope; unchanged for other datasets."""
-    finish = getattr(bench, "finish_output", None)
-    if finish is None:
-        return output
+    """The benchmark's last word on a rollout's output (`finish_output`, e.g. the selected member's
+    `git diff HEAD`), run in the selected member's agent scope; unchanged by the default."""
     with agent_scope(ctx, "", output.selected_member or 0):
-        result: AgentOutput = await finish(row, output)
+        result: AgentOutput = await bench.finish_output(row, output)
     return result

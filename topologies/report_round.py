@@ -1,5 +1,5 @@
-"""Centralized for ToolHop and API-Bank (protocol-v1 section 2.4): no delegation loop - each worker runs once, in
-team order, on the task; then the manager reads the workers' reports and answers in one call.
+"""Centralized for team specs in mode `report_round` (protocol-v1 section 2.4): no delegation loop - each worker
+runs once, in team order, on the task; then the manager reads the workers' reports and answers in one call.
 
 Workers with tools run their tool loop; answer-producing workers carry the output contract, as in the delegation
 loop. The manager's single message is the answer (never a worker's). Reports are re-rendered into the

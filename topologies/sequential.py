@@ -10,16 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.benchmark import Benchmark
+from core.benchmark import Benchmark, rerenders_handoffs
 from core.communication import CommunicationLog
 from core.contracts import ContractPolicy
 from core.models import AgentOutput, PromptBundle, Row
 from core.topology import AgentContext
-from topologies.messages import NATIVE_CALL_ANSWER, editable, finish_output, react, system_prompt, tools_for
+from topologies.messages import editable, finish_output, react, system_prompt, tools_for
 from topologies.teams import check_team_size, team_spec
 
 PRIOR_STAGE = "PRIOR STAGE"
-NO_RERENDER = frozenset({"swe"})  # SWE: the format is a prompt contract only
 
 
 def stage_message(template_text: str, prior: list[tuple[str, str]]) -> str:
@@ -35,7 +34,7 @@ class Sequential:
         self.team_size = check_team_size(self.name, team_size)
         self.communication = communication
         self.policy = ContractPolicy(contract_version)
-        CommunicationLog(communication, "")
+        CommunicationLog(communication)
 
     def roles(self, task: str, team_size: int) -> list[str]:
         return [stage.role for stage in team_spec(task).stages(team_size)]
@@ -43,9 +42,10 @@ class Sequential:
     async def run(self, row: Row, bundle: PromptBundle, ctx: AgentContext, bench: Benchmark) -> AgentOutput:
         spec = team_spec(bench.name)
         stages = spec.stages(self.team_size)
-        comm = CommunicationLog(self.communication, bench.name, rerender=bench.name not in NO_RERENDER)
+        comm = CommunicationLog(self.communication, bench.report_vocabulary,
+                                rerender=rerenders_handoffs(bench, self.name))
         task = bench.render_task(row)
-        native_tools = [] if bench.name in NATIVE_CALL_ANSWER else tools_for(bench, row, self.name)
+        native_tools = [] if bench.answer_is_native_call else tools_for(bench, row, self.name)
         limit = spec.stage_step_limit()
         prior: list[tuple[str, str]] = []
         role_outputs: dict[str, str | None] = {}

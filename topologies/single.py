@@ -1,13 +1,13 @@
 """Single: one solver agent in a ReAct loop with the dataset's tools (protocol-v1 section 2.1).
 
 The loop ends when the model answers without a tool call or at its limit. The protocol's LangGraph ReAct agent has
-a recursion limit of 25 graph steps (100 for SWE; `single_recursion_limit`), and every model call but the last
-is followed by a tool step, so it allows ceil(limit / 2) model calls: 13 (50 for SWE) - the same reading the team
-specs use for the multi-agent recursion limits (HotpotQA independent 20 -> 10 calls). Plain loops declare model
-calls directly (`single_step_limit`: ToolHop 9 turns, API-Bank 1 call). A benchmark that
-declares an `answer_request` (ToolHop: "If no `<answer>` tag, one extra short call asks for it") gets exactly
-one more request when the final message lacks its `answer_marker`. For datasets whose answer is native tool
-calls (BFCL), the answer is the tool calls of the first model message that has any.
+a recursion limit of graph steps (`Benchmark.single_recursion_limit`, 25 unless the dataset declares more), and
+every model call but the last is followed by a tool step, so it allows ceil(limit / 2) model calls: 13 for 25 -
+the same reading the team specs use for the multi-agent recursion limits (20 -> 10 calls). Plain loops declare
+model calls directly (`single_step_limit`). A benchmark that declares an `answer_request` (e.g. "If no `<answer>`
+tag, one extra short call asks for it") gets exactly one more request when the final message lacks its
+`answer_marker`. For datasets whose answer is native tool calls (`answer_is_native_call`), the answer is the tool
+calls of the first model message that has any.
 """
 
 from __future__ import annotations
@@ -18,27 +18,24 @@ from core.benchmark import Benchmark
 from core.contracts import ContractPolicy, wrap_answering_prompt
 from core.models import AgentOutput, PromptBundle, Row
 from core.topology import AgentContext
-from topologies.messages import NATIVE_CALL_ANSWER, finish_output, react, tools_for
+from topologies.messages import finish_output, react, tools_for
 
-RECURSION_LIMIT = 25
 ROLE = "solver"
 
 
 def step_limit(bench: Benchmark) -> int:
     """Model calls the Single loop may make for this dataset."""
-    declared = getattr(bench, "single_step_limit", None)
-    if declared is not None:
-        return int(declared)
-    return (int(getattr(bench, "single_recursion_limit", RECURSION_LIMIT)) + 1) // 2
+    if bench.single_step_limit is not None:
+        return bench.single_step_limit
+    return (bench.single_recursion_limit + 1) // 2
 
 
 def answer_request(bench: Benchmark, text: str | None) -> str | None:
     """The extra request's text when the benchmark asks for one and `text` lacks the answer marker."""
-    request = getattr(bench, "answer_request", None)
-    marker = getattr(bench, "answer_marker", None)
+    request, marker = bench.answer_request, bench.answer_marker
     if not request or not marker or marker in (text or ""):
         return None
-    return str(request)
+    return request
 
 
 class Single:
@@ -58,7 +55,7 @@ class Single:
                                           {"role": "user", "content": bench.render_task(row)}]
         tools = tools_for(bench, row, self.name)
         limit = step_limit(bench)
-        native = bench.name in NATIVE_CALL_ANSWER
+        native = bench.answer_is_native_call
         turn = await react(ctx, role=ROLE, member=0, messages=messages, tools=tools or None, reads=(),
                            max_steps=limit, native_call_answer=native)
         meta: dict[str, Any] = {}

@@ -56,7 +56,7 @@ class CentralizedTeam:
     max_turns: int
     manager_tools: bool
     worker_step_limit: int
-    mode: str = "delegation"  # "report_round": each worker once, then one manager answer (ToolHop, API-Bank)
+    mode: str = "delegation"  # "report_round": each worker once, then one manager answer
 
 
 @dataclass(frozen=True)

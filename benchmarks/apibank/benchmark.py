@@ -10,9 +10,11 @@ from typing import Any, Sequence
 from benchmarks.apibank import loader
 from benchmarks.apibank.calls import CallParseError, extract_call, format_call, normalize_params, parse_call
 from benchmarks.apibank.scoring import Embedder, checkout_problem, score_call
-from core.benchmark import FailureMode, SimReply, Splits
+from benchmarks.base import DatasetBenchmark
+from core.communication import ReportVocabulary
 from core.errors import DataError
 from core.models import AgentOutput, Row, Score
+from core.simulation import FailureMode, SimReply
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 
@@ -47,8 +49,15 @@ def _render_turn(turn: dict[str, Any]) -> str:
     return f"{turn.get('role', 'User')}: {turn.get('text', '')}"
 
 
-class ApiBankBenchmark:
+class ApiBankBenchmark(DatasetBenchmark):
     name = "apibank"
+    package_dir = PACKAGE_DIR
+    contracts = {1: CONTRACT_V1, 2: CONTRACT_V2}
+    scorer_id = "apibank:protocol:v2"
+    executes_tools = True
+    report_vocabulary = ReportVocabulary(payload_fields=("api_choice", "call_candidate"),
+                                         semi_note="Add no optional tags; keep each section to one sentence; put the "
+                                                   "exact API call after [NEXT].")
     answer_format = "one bracketed call [ApiName(key='value', ...)]"
     failure_modes = FAILURE_MODES
     single_step_limit = 1  # section 2.1: API-Bank Single is one model call
@@ -56,11 +65,6 @@ class ApiBankBenchmark:
     def __init__(self, root: str | None = None, toolsearcher_embedder: Embedder | None = None) -> None:
         self.root = root
         self.toolsearcher_embedder = toolsearcher_embedder
-
-    def splits(self) -> Splits:
-        from benchmarks.splits import load_splits
-
-        return load_splits(self.name, PACKAGE_DIR)
 
     def load_rows(self, ids: Sequence[str], data_dir: str | None = None) -> list[Row]:
         return loader.load_rows(ids, data_dir or self.root)
@@ -76,9 +80,6 @@ class ApiBankBenchmark:
 
     async def call_tool(self, row: Row, name: str, arguments: dict[str, Any]) -> str:
         return "error: API-Bank offers no tools; answer with one bracketed API call"
-
-    def contract(self, version: int = 1) -> str:
-        return CONTRACT_V2 if version == 2 else CONTRACT_V1
 
     def scorer_problem(self) -> str | None:
         """Why the protocol scorer cannot run here (for a preflight refusal before any rollout), else None."""

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import ast
 import json
-import os
 import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Sequence
 
+from benchmarks.base import given_path
 from benchmarks.apibank.calls import format_call, normalize_params
 from core.errors import DataError
 from core.models import Row
@@ -41,10 +41,7 @@ TOOLSEARCHER_DESCRIPTION: dict[str, Any] = {
 
 
 def resolve_root(data_dir: str | None = None) -> Path:
-    raw = data_dir or os.environ.get(ENV_VAR)
-    if not raw:
-        raise DataError(f"API-Bank checkout not given: {WHERE_TO_GET}")
-    root = Path(raw).expanduser()
+    root = given_path(data_dir, ENV_VAR, "API-Bank checkout", WHERE_TO_GET)
     if (root / "api-bank").is_dir() and not (root / "lv1-lv2-samples").exists():
         root = root / "api-bank"
     if not root.is_dir():

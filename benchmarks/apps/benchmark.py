@@ -6,28 +6,25 @@ import os
 from pathlib import Path
 from typing import Sequence
 
-from core.benchmark import Splits
 from core.models import Row
 
 from benchmarks.apps import loader, scorer
 from benchmarks.sandbox.codebench import CodeGenBenchmark
 from benchmarks.sandbox.limits import SandboxLimits
 from benchmarks.sandbox.suite import TestCase
-from benchmarks.splits import load_splits
 
 PACKAGE_DIR = Path(__file__).parent
 
 
 class APPSBenchmark(CodeGenBenchmark):
     name = "apps"
+    package_dir = PACKAGE_DIR
+    scorer_id = "apps:protocol:v2"
     protocol_tests = 3
     runner_tests = scorer.RUNNER_TESTS
 
     def __init__(self, limits: SandboxLimits | None = None):
         self.limits = limits or scorer.default_limits()
-
-    def splits(self) -> Splits:
-        return load_splits("apps", PACKAGE_DIR)
 
     def load_rows(self, ids: Sequence[str], data_dir: str | os.PathLike[str] | None = None) -> list[Row]:
         return loader.load_rows(ids, data_dir)

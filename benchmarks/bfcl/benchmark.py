@@ -6,11 +6,12 @@ import random
 from pathlib import Path
 from typing import Any, Sequence
 
+from benchmarks.base import DatasetBenchmark
 from benchmarks.bfcl import data, scoring, simulate, tools
 from benchmarks.bfcl.calls import Call, extract_calls, vote_key
-from benchmarks.splits import load_splits
-from core.benchmark import FailureMode, SimReply, Splits
+from core.communication import ReportVocabulary
 from core.models import AgentOutput, Row, Score
+from core.simulation import FailureMode, SimReply
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 
@@ -29,14 +30,18 @@ CONTRACT_V2 = (
 )
 
 
-class BfclBenchmark:
+class BfclBenchmark(DatasetBenchmark):
     name = "bfcl"
+    package_dir = PACKAGE_DIR
+    contracts = {1: CONTRACT_V1, 2: CONTRACT_V2}
+    scorer_id = "bfcl:protocol:v2"
+    answer_is_native_call = True  # the tool calls of the first message that makes any are the answer
+    prompt_contract_only = frozenset({"decentralized"})  # section 3: Decentralized-BFCL is prompt contract only
+    report_vocabulary = ReportVocabulary(semi_tags=("FUNCTION_CHOICE", "ARG_PLAN", "CALL_CANDIDATE"),
+                                         payload_fields=("function_choice", "arg_plan", "call_candidate"))
     answer_format = ('function calls: native tool calls, or one fenced json list [{"fn": {"arg": value}}] '
                      "(BFCL AST checker)")
     failure_modes: tuple[FailureMode, ...] = scoring.FAILURE_MODES
-
-    def splits(self) -> Splits:
-        return load_splits(self.name, PACKAGE_DIR)
 
     def load_rows(self, ids: Sequence[str], data_dir: str | None = None) -> list[Row]:
         return data.load_rows(ids, data_dir)
@@ -47,13 +52,6 @@ class BfclBenchmark:
 
     def native_tools(self, row: Row) -> list[dict[str, Any]]:
         return tools.native_tools(row.task["functions"])
-
-    def contract(self, version: int = 1) -> str:
-        if version == 1:
-            return CONTRACT_V1
-        if version == 2:
-            return CONTRACT_V2
-        raise ValueError(f"unknown output contract version {version!r} (1 or 2)")
 
     def extract_calls(self, row: Row, output: AgentOutput) -> list[Call] | None:
         return extract_calls(output, row.task["functions"])

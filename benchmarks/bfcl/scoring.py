@@ -20,7 +20,7 @@ from typing import Any
 from benchmarks.bfcl import checker
 from benchmarks.bfcl.calls import Call, call_name, extract_calls, is_call_format
 from benchmarks.bfcl.data import checker_category
-from core.benchmark import FailureMode
+from core.simulation import FailureMode
 from core.models import AgentOutput, Row, Score
 
 CORRECT_FEEDBACK = "Correct: the function call(s) match an accepted answer (official BFCL AST checker)."

@@ -17,7 +17,7 @@ from typing import Any
 
 from benchmarks.bfcl.calls import Call, call_name
 from benchmarks.bfcl.tools import tool_name
-from core.benchmark import SimReply
+from core.simulation import SimReply
 from core.models import Row
 
 MALFORMED_TEXT = ("I would answer this request by calling one of the available functions with the values the "

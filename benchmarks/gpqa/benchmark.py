@@ -6,11 +6,12 @@ import random
 from pathlib import Path
 from typing import Any, Sequence
 
+from benchmarks.base import DatasetBenchmark
 from benchmarks.gpqa import loader
 from benchmarks.gpqa.scoring import extract_letter, score_letter
 from benchmarks.math.calculator import CALCULATOR_SCHEMA, call_calculator
-from core.benchmark import FailureMode, SimReply, Splits
 from core.models import AgentOutput, Row, Score
+from core.simulation import FailureMode, SimReply
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 
@@ -32,19 +33,18 @@ FAILURE_MODES = (
 )
 
 
-class GpqaBenchmark:
+class GpqaBenchmark(DatasetBenchmark):
     name = "gpqa"
+    package_dir = PACKAGE_DIR
+    contracts = {1: CONTRACT_V1, 2: CONTRACT_V2}
+    scorer_id = "gpqa:protocol:v2"
+    executes_tools = True
     answer_format = "a final line 'Answer: X' with X in A-D"
     failure_modes = FAILURE_MODES
     independent_wall_clock_s = 120.0  # section 2.2: per-row wall-clock cap of an Independent replica
 
     def __init__(self, shuffle_seed: int = 0) -> None:
         self.shuffle_seed = shuffle_seed
-
-    def splits(self) -> Splits:
-        from benchmarks.splits import load_splits
-
-        return load_splits(self.name, PACKAGE_DIR)
 
     def load_rows(self, ids: Sequence[str], data_dir: str | None = None) -> list[Row]:
         return loader.load_rows(ids, data_dir, self.shuffle_seed)
@@ -59,9 +59,6 @@ class GpqaBenchmark:
 
     async def call_tool(self, row: Row, name: str, arguments: dict[str, Any]) -> str:
         return await call_calculator(name, arguments)
-
-    def contract(self, version: int = 1) -> str:
-        return CONTRACT_V2 if version == 2 else CONTRACT_V1
 
     def score(self, row: Row, output: AgentOutput) -> Score:
         return score_letter(output.text, str(row.gold["correct_letter"]))

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import os
 import random
 from pathlib import Path
 from typing import Any, Sequence
 
+from benchmarks.base import data_directory
 from core.errors import DataError
 from core.models import Row
 
@@ -41,12 +41,7 @@ def shuffle_options(correct: str, incorrect: Sequence[str], seed: str) -> tuple[
 
 
 def find_csv(data_dir: str | None) -> Path:
-    raw = data_dir or os.environ.get(ENV_VAR)
-    if not raw:
-        raise DataError(f"GPQA data directory not given: {WHERE_TO_GET}")
-    directory = Path(raw).expanduser()
-    if not directory.is_dir():
-        raise DataError(f"GPQA data directory {directory} does not exist: {WHERE_TO_GET}")
+    directory = data_directory(data_dir, ENV_VAR, "GPQA data directory", WHERE_TO_GET)
     for candidate in (directory / FILENAME, directory / "dataset" / FILENAME, directory / "gpqa_diamond" / FILENAME):
         if candidate.is_file():
             return candidate

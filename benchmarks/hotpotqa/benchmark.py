@@ -6,12 +6,14 @@ import random
 from pathlib import Path
 from typing import Any, Sequence
 
+from benchmarks.base import DatasetBenchmark
 from benchmarks.hotpotqa import loader, wiki
 from benchmarks.hotpotqa.corpus import PooledCorpus, WikiDirCorpus
 from benchmarks.hotpotqa.scoring import extract_answer, normalize_answer, score_answer, score_f1
-from core.benchmark import FailureMode, SimReply, Splits
+from core.communication import ReportVocabulary
 from core.errors import UsageError
 from core.models import AgentOutput, Row, Score
+from core.simulation import FailureMode, SimReply
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 
@@ -37,11 +39,17 @@ FAILURE_MODES = (
 )
 
 
-class HotpotQABenchmark:
+class HotpotQABenchmark(DatasetBenchmark):
     """HotpotQA with tools that never read the row's context: `retrieval` is a Wikipedia source fixed before the
     first rollout (see wiki.py). Without one the benchmark refuses to run (`check_ready`)."""
 
     name = "hotpotqa"
+    package_dir = PACKAGE_DIR
+    contracts = {1: CONTRACT_V1, 2: CONTRACT_V2}
+    scorer_id = "hotpotqa:protocol:v2"
+    executes_tools = True
+    report_vocabulary = ReportVocabulary(semi_tags=("ENTITIES", "HOPS", "ANSWER_CANDIDATE"),
+                                         payload_fields=("entities", "hops", "evidence", "answer_candidate"))
     answer_format = "a final line 'Answer: <short-form answer>'"
     failure_modes = FAILURE_MODES
     independent_wall_clock_s = 120.0  # section 2.2: per-row wall-clock cap of an Independent replica
@@ -85,11 +93,6 @@ class HotpotQABenchmark:
         return {"hotpotqa_retrieval": self.wiki_mode, "conformant": self.wiki_mode in wiki.CONFORMANT_MODES,
                 "corpus": None if self.retrieval is None else self.retrieval.corpus_id}
 
-    def splits(self) -> Splits:
-        from benchmarks.splits import load_splits
-
-        return load_splits(self.name, PACKAGE_DIR)
-
     def load_rows(self, ids: Sequence[str], data_dir: str | None = None) -> list[Row]:
         return loader.load_rows(ids, data_dir)
 
@@ -105,9 +108,6 @@ class HotpotQABenchmark:
             self.check_ready()
         assert self.retrieval is not None
         return await wiki.run_tool(self.retrieval, name, arguments)
-
-    def contract(self, version: int = 1) -> str:
-        return CONTRACT_V2 if version == 2 else CONTRACT_V1
 
     def score(self, row: Row, output: AgentOutput) -> Score:
         result = score_answer(output.text, str(row.gold["answer"]))

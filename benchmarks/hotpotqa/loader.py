@@ -11,10 +11,10 @@ context feeds only the offline wikipedia tools, never a prompt).
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any, Sequence
 
+from benchmarks.base import data_directory
 from core.errors import DataError
 from core.models import Row
 
@@ -53,12 +53,7 @@ def _read(path: Path) -> list[dict[str, Any]]:
 
 
 def data_files(data_dir: str | None) -> list[Path]:
-    raw = data_dir or os.environ.get(ENV_VAR)
-    if not raw:
-        raise DataError(f"HotpotQA data directory not given: {WHERE_TO_GET}")
-    directory = Path(raw).expanduser()
-    if not directory.is_dir():
-        raise DataError(f"HotpotQA data directory {directory} does not exist: {WHERE_TO_GET}")
+    directory = data_directory(data_dir, ENV_VAR, "HotpotQA data directory", WHERE_TO_GET)
     files = sorted(p for p in directory.rglob("*") if p.is_file() and p.suffix.lower() in SUFFIXES)
     preferred = [p for p in files if any(part in p.name.lower() for part in PREFERRED_NAME_PARTS)]
     if not (preferred or files):

@@ -6,14 +6,13 @@ import os
 from pathlib import Path
 from typing import Sequence
 
-from core.benchmark import Splits
+from core.communication import ReportVocabulary
 from core.models import Row
 
 from benchmarks.lcb import loader, scorer
 from benchmarks.sandbox.codebench import CodeGenBenchmark
 from benchmarks.sandbox.limits import SandboxLimits
 from benchmarks.sandbox.suite import TestCase
-from benchmarks.splits import load_splits
 
 PACKAGE_DIR = Path(__file__).parent
 
@@ -28,14 +27,16 @@ FUNCTIONAL_FORMAT = ("### Format: You will use the following starter code to wri
 
 class LCBBenchmark(CodeGenBenchmark):
     name = "lcb"
+    package_dir = PACKAGE_DIR
+    scorer_id = "lcb:protocol:v2"
+    report_vocabulary = ReportVocabulary(
+        semi_tags=("APPROACH", "COMPLEXITY", "EDGE_CASES", "CODE_STATUS"),
+        payload_fields=("approach", "complexity", "edge_cases", "tests", "code_status"))
     protocol_tests = 3
     runner_tests = None  # all private tests
 
     def __init__(self, limits: SandboxLimits | None = None):
         self.limits = limits or scorer.default_limits()
-
-    def splits(self) -> Splits:
-        return load_splits("lcb", PACKAGE_DIR)
 
     def load_rows(self, ids: Sequence[str], data_dir: str | os.PathLike[str] | None = None) -> list[Row]:
         return loader.load_rows(ids, data_dir)

@@ -7,11 +7,12 @@ import re
 from pathlib import Path
 from typing import Any, Sequence
 
+from benchmarks.base import DatasetBenchmark
+from benchmarks.math import loader
 from benchmarks.math.calculator import CALCULATOR_SCHEMA, call_calculator
 from benchmarks.math.equivalence import is_equiv, last_boxed, strip_string
-from benchmarks.math import loader
-from core.benchmark import FailureMode, SimReply, Splits
 from core.models import AgentOutput, Row, Score
+from core.simulation import FailureMode, SimReply
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 _DECIMAL = re.compile(r"-?\d*\.\d+")
@@ -59,17 +60,16 @@ def score_text(text: str | None, gold: str) -> Score:
                  feedback=f"Wrong answer: boxed '{predicted}' is not equivalent to the gold answer '{gold}'.")
 
 
-class MathBenchmark:
+class MathBenchmark(DatasetBenchmark):
     name = "math"
+    package_dir = PACKAGE_DIR
+    contracts = {1: CONTRACT_V1, 2: CONTRACT_V2}
+    scorer_id = "math:protocol:v2"
+    executes_tools = True
     answer_format = "the final answer in \\boxed{...} (first and last line)"
     failure_modes = FAILURE_MODES
     independent_wall_clock_s = 120.0  # section 2.2: per-row wall-clock cap of an Independent replica
     format_note = FORMAT_NOTE  # section 2.1: MATH adds a short format note
-
-    def splits(self) -> Splits:
-        from benchmarks.splits import load_splits
-
-        return load_splits(self.name, PACKAGE_DIR)
 
     def load_rows(self, ids: Sequence[str], data_dir: str | None = None) -> list[Row]:
         return loader.load_rows(ids, data_dir)
@@ -82,9 +82,6 @@ class MathBenchmark:
 
     async def call_tool(self, row: Row, name: str, arguments: dict[str, Any]) -> str:
         return await call_calculator(name, arguments)
-
-    def contract(self, version: int = 1) -> str:
-        return CONTRACT_V2 if version == 2 else CONTRACT_V1
 
     def score(self, row: Row, output: AgentOutput) -> Score:
         return score_text(output.text, str(row.gold["answer"]))

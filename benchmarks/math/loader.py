@@ -8,10 +8,10 @@ gold = the last \\boxed{} of the solution. No network.
 from __future__ import annotations
 
 import hashlib
-import os
 from pathlib import Path
 from typing import Sequence
 
+from benchmarks.base import data_directory
 from benchmarks.math.equivalence import last_boxed
 from benchmarks.math.records import read_records, record_files
 from core.errors import DataError
@@ -33,13 +33,7 @@ def row_id(problem: str) -> str:
 
 
 def resolve_data_dir(data_dir: str | None) -> Path:
-    raw = data_dir or os.environ.get(ENV_VAR)
-    if not raw:
-        raise DataError(f"MATH data directory not given: {WHERE_TO_GET}")
-    path = Path(raw).expanduser()
-    if not path.is_dir():
-        raise DataError(f"MATH data directory {path} does not exist: {WHERE_TO_GET}")
-    return path
+    return data_directory(data_dir, ENV_VAR, "MATH data directory", WHERE_TO_GET)
 
 
 def load_pool(data_dir: str | None = None) -> dict[str, Row]:

@@ -8,9 +8,10 @@ from __future__ import annotations
 import random
 from typing import Any, Sequence
 
-from core.benchmark import FailureMode, SimReply
 from core.models import AgentOutput, Row, Score
+from core.simulation import FailureMode, SimReply
 
+from benchmarks.base import DatasetBenchmark
 from benchmarks.sandbox.codeblocks import extract_python, normalize_program
 from benchmarks.sandbox.limits import SandboxLimits
 from benchmarks.sandbox.suite import SuiteOutcome, TestCase, run_suite_async, run_suite_sync
@@ -54,12 +55,13 @@ def _score_from(outcome: SuiteOutcome, protocol_tests: int) -> Score:
                            "tests_total": outcome.tests_total, "rule_tests": protocol_tests})
 
 
-class CodeGenBenchmark:
-    """Base for LCB and APPS. Subclasses set name, protocol_tests, runner_tests, limits and implement
-    `cases`, `render_task`, `load_rows`, `splits` and `reference_program`."""
+class CodeGenBenchmark(DatasetBenchmark):
+    """Base for LCB and APPS. Subclasses set name, scorer_id, package_dir, protocol_tests, runner_tests, limits
+    and implement `cases`, `render_task`, `load_rows` and `reference_program`."""
 
-    name: str = ""
     answer_format = "one fenced ```python code block with the complete program"
+    contracts = {1: CODE_CONTRACT_V1, 2: CODE_CONTRACT_V2.format(mode_note=MODE_NOTE)}
+    executes_tools = True  # python_exec
     runs_model_code = True  # scored in the sandbox jail
     failure_modes: tuple[FailureMode, ...] = CODE_FAILURE_MODES
     protocol_tests: int = 3
@@ -95,13 +97,6 @@ class CodeGenBenchmark:
         if not isinstance(code, str) or not isinstance(stdin, str):
             return "error: python_exec needs a string 'code' (and an optional string 'stdin')"
         return await python_exec_async(code, stdin)
-
-    def contract(self, version: int = 1) -> str:
-        if version == 1:
-            return CODE_CONTRACT_V1
-        if version == 2:
-            return CODE_CONTRACT_V2.format(mode_note=MODE_NOTE)
-        raise ValueError(f"unknown contract version {version}")
 
     def _prepare(self, row: Row, output: AgentOutput, max_tests: int | None) -> Score | list[TestCase]:
         extraction = extract_python(output.text)

@@ -9,13 +9,14 @@ from typing import Any, Sequence
 
 import anyio
 
-from core.benchmark import FailureMode, SimReply, Splits
+from core.communication import ReportVocabulary
 from core.models import AgentOutput, Row, Score
+from core.simulation import FailureMode, SimReply
 
-from benchmarks.splits import load_splits
+from benchmarks.base import DatasetBenchmark
 from benchmarks.swe import harness, loader, repo_tools
-from benchmarks.swe.workspace import RepoWorkspaces
 from benchmarks.swe.patch import check_output, normalize_patch
+from benchmarks.swe.workspace import RepoWorkspaces
 
 PACKAGE_DIR = Path(__file__).parent
 
@@ -42,8 +43,16 @@ PATCH_FIRST_NUDGE = ("Patch first: produce the unified diff that fixes the issue
                      "single fenced ```diff block and nothing after it.")
 
 
-class SWEBenchmark:
+class SWEBenchmark(DatasetBenchmark):
     name = "swe"
+    package_dir = PACKAGE_DIR
+    contracts = {1: CONTRACT_V1, 2: CONTRACT_V2}
+    scorer_id = "swe:protocol:v2"
+    executes_tools = True
+    prompt_contract_only = frozenset({"centralized", "sequential", "decentralized"})  # section 3: no re-rendering
+    report_vocabulary = ReportVocabulary(
+        semi_tags=("BUG_LOCATION", "PATCH_PLAN", "RISK_OR_REGRESSION"),
+        payload_fields=("bug_location", "root_cause", "patch_plan", "regression_risk", "tests_or_checks"))
     answer_format = "one fenced ```diff block with a unified diff"
     failure_modes: tuple[FailureMode, ...] = FAILURE_MODES
     single_recursion_limit = 100  # section 2.1: LangGraph recursion limit 100 for SWE (50 model calls)
@@ -77,9 +86,6 @@ class SWEBenchmark:
         patch = await self.workspaces.patch() or ""
         return output.model_copy(update={"metadata": {**output.metadata, "checkout_diff": patch}})
 
-    def splits(self) -> Splits:
-        return load_splits("swe", PACKAGE_DIR)
-
     def load_rows(self, ids: Sequence[str], data_dir: str | os.PathLike[str] | None = None) -> list[Row]:
         return loader.load_rows(ids, data_dir)
 
@@ -97,13 +103,6 @@ class SWEBenchmark:
         if self.workspaces is None:
             return []
         return [dict(schema) for schema in repo_tools.SCHEMAS.values()]
-
-    def contract(self, version: int = 1) -> str:
-        if version == 1:
-            return CONTRACT_V1
-        if version == 2:
-            return CONTRACT_V2
-        raise ValueError(f"unknown contract version {version}")
 
     def score(self, row: Row, output: AgentOutput) -> Score:
         result = check_output(output.text, output.metadata)

@@ -6,10 +6,12 @@ import random
 from pathlib import Path
 from typing import Any, Sequence
 
+from benchmarks.base import DatasetBenchmark
 from benchmarks.toolhop import executor, loader
 from benchmarks.toolhop.scoring import GIVE_UP, extract_final, matches, normalize, score_answer
-from core.benchmark import FailureMode, SimReply, Splits
+from core.communication import ReportVocabulary
 from core.models import AgentOutput, Row, Score
+from core.simulation import FailureMode, SimReply
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 MAX_TURNS = 9
@@ -36,19 +38,20 @@ FAILURE_MODES = (
 )
 
 
-class ToolHopBenchmark:
+class ToolHopBenchmark(DatasetBenchmark):
     name = "toolhop"
+    package_dir = PACKAGE_DIR
+    contracts = {1: CONTRACT_V1, 2: CONTRACT_V2}
+    scorer_id = "toolhop:protocol:v2"
+    executes_tools = True
+    report_vocabulary = ReportVocabulary(semi_tags=("TOOL_CHAIN", "OBSERVATIONS", "ANSWER_CANDIDATE"),
+                                         payload_fields=("tool_chain", "observations", "answer_candidate"))
     answer_format = "<answer>VALUE</answer>"
     runs_model_code = True  # dataset tool code, in the sandbox jail
     failure_modes = FAILURE_MODES
     single_step_limit = MAX_TURNS  # section 2.1: plain tool loop, 9 turns
     answer_marker = "<answer>"
     answer_request = ANSWER_REQUEST  # section 10: one extra short call when no <answer> tag
-
-    def splits(self) -> Splits:
-        from benchmarks.splits import load_splits
-
-        return load_splits(self.name, PACKAGE_DIR)
 
     def load_rows(self, ids: Sequence[str], data_dir: str | None = None) -> list[Row]:
         return loader.load_rows(ids, data_dir)
@@ -72,9 +75,6 @@ class ToolHopBenchmark:
         if not isinstance(arguments, dict):
             return "error: tool arguments must be a JSON object"
         return await executor.run_tool(row.gold["functions"], entry["name"], arguments, index=entry["index"])
-
-    def contract(self, version: int = 1) -> str:
-        return CONTRACT_V2 if version == 2 else CONTRACT_V1
 
     def score(self, row: Row, output: AgentOutput) -> Score:
         last = output.metadata.get("last_tool_result")

@@ -9,11 +9,11 @@ the engine through call_tool, never shown to a model).
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
+from benchmarks.base import data_directory
 from core.errors import DataError
 from core.models import Row
 
@@ -27,12 +27,7 @@ WHERE_TO_GET = (
 
 
 def find_file(data_dir: str | None) -> Path:
-    raw = data_dir or os.environ.get(ENV_VAR)
-    if not raw:
-        raise DataError(f"ToolHop data directory not given: {WHERE_TO_GET}")
-    directory = Path(raw).expanduser()
-    if not directory.is_dir():
-        raise DataError(f"ToolHop data directory {directory} does not exist: {WHERE_TO_GET}")
+    directory = data_directory(data_dir, ENV_VAR, "ToolHop data directory", WHERE_TO_GET)
     for candidate in (directory / "data" / "ToolHop.json", directory / "ToolHop.json"):
         if candidate.is_file():
             return candidate

@@ -122,7 +122,7 @@ def check_run_options(args: argparse.Namespace) -> RunPlan:
     rows = bench.load_rows(ids, args.data_dir)
     cond = condition(task=cell.task, topology=cell.topology, framework=cell.framework,
                      communication=cell.communication, team_size=cell.team_size, task_model=cell.task_model,
-                     initial_bundle_sha256=seed.digest, scorer_id=f"{bench.name}:protocol:v1",
+                     initial_bundle_sha256=seed.digest, scorer_id=bench.scorer_id,
                      split_sha256=split_hash(splits.as_hash_payload()), contract_version=RUN_CONTRACT_VERSION,
                      tool_environment=tool_environment(bench))
     return RunPlan(task=cell.task, bench=bench, topology=topology, rows=rows, bundle=bundle, condition=cond, out=out,

@@ -1,9 +1,9 @@
 """Dataset options from the command line, applied to a benchmark before anything runs.
 
-A benchmark may expose `configure(options) -> Benchmark` (a configured copy), `check_ready()` (raises UsageError
-when it cannot run as configured, e.g. HotpotQA without a Wikipedia source) and `tool_environment()` (what its
-tools read, recorded in the job identity and the evaluation condition). Options a dataset does not take are
-refused, so a flag is never silently ignored.
+Every benchmark declares `configure(options) -> Benchmark` (a configured copy), `check_ready()` (raises
+UsageError when it cannot run as configured, e.g. HotpotQA without a Wikipedia source) and `tool_environment()`
+(what its tools read, recorded in the job identity and the evaluation condition; None when nothing).
+Options a dataset does not take are refused, so a flag is never silently ignored.
 """
 
 from __future__ import annotations
@@ -32,15 +32,11 @@ def configure_benchmark(bench: Benchmark, options: dict[str, Any], data_dir: str
         flag, datasets = DATASET_OPTIONS[name]
         if bench.name not in datasets:
             raise UsageError(f"{flag} applies only to task={' or '.join(datasets)}, not task={bench.name}")
-    configure = getattr(bench, "configure", None)
-    if configure is not None:
-        bench = configure({**options, "data_dir": data_dir})
-    check = getattr(bench, "check_ready", None)
-    if check is not None:
-        check()
+    bench = bench.configure({**options, "data_dir": data_dir})
+    bench.check_ready()
     return bench
 
 
 def tool_environment(bench: Benchmark) -> dict[str, Any] | None:
-    describe = getattr(bench, "tool_environment", None)
-    return None if describe is None else dict(describe())
+    described = bench.tool_environment()
+    return None if described is None else dict(described)

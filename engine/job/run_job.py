@@ -100,7 +100,7 @@ def prepare(cfg: JobConfig, bench: Benchmark | None = None
     seed = load_seed_bundle(cfg.cell.topology, cfg.cell.task, roles)
     sizes = {"train": len(data.splits.train), "validation": len(data.splits.validation),
              "test": len(data.splits.test)}
-    identity = build_identity(cfg, seed, data.split_sha256, sizes, scorer_id=f"{bench.name}:protocol:v1",
+    identity = build_identity(cfg, seed, data.split_sha256, sizes, scorer_id=bench.scorer_id,
                               tool_environment=tool_environment(bench))
     return bench, topology, optimizer, data, seed, identity
 

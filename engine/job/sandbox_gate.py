@@ -9,18 +9,18 @@ reasons. The flag also allows the unsafe mode in the calling context (the job's 
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 from benchmarks.sandbox import allow_unsafe_sandbox, require_jail_or_unsafe
+from core.benchmark import Benchmark
 
 NONCONFORMANCE_REASON = "unsafe_sandbox"
 
 
-def runs_model_code(bench: Any) -> bool:
-    return bool(getattr(bench, "runs_model_code", False))
+def runs_model_code(bench: Benchmark) -> bool:
+    return bench.runs_model_code
 
 
-def gate_sandbox(bench: Any, unsafe: bool) -> None:
+def gate_sandbox(bench: Benchmark, unsafe: bool) -> None:
     """Raise SandboxUnavailable (exit 2) or warn on stderr; call from the job's own task."""
     if unsafe:
         allow_unsafe_sandbox()

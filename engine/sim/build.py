@@ -7,6 +7,7 @@ from typing import Sequence
 from core.benchmark import Benchmark
 from core.errors import UsageError
 from core.models import Row
+from core.simulation import SimulatedBenchmark
 from engine.sim.policy import DEFAULT_REFLECTION_MODEL, Policy
 
 
@@ -27,12 +28,14 @@ def build_policy(tasks: Sequence[str], data_dir: str | None = None,
         raise UsageError("at least one task is needed to build the simulated policy")
     from benchmarks.registry import get_benchmark  # lazy: the data layer is optional for most engine paths
 
-    datasets: dict[str, tuple[Benchmark, list[Row]]] = {}
+    datasets: dict[str, tuple[SimulatedBenchmark, list[Row]]] = {}
     for name in tasks:
         try:
             benchmark = get_benchmark(name)
         except KeyError as exc:
             raise UsageError(f"unknown task {name!r}") from exc
+        if not isinstance(benchmark, SimulatedBenchmark):
+            raise UsageError(f"task {name!r} declares no simulation hooks (failure_modes, simulate)")
         rows = benchmark.load_rows(all_split_ids(benchmark), data_dir)
         datasets[name] = (benchmark, rows)
     return Policy(datasets, reflection_model=reflection_model)

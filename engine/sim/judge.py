@@ -22,8 +22,8 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from core.benchmark import Benchmark, FailureMode
 from core.models import AgentOutput, Row
+from core.simulation import FailureMode, SimulatedBenchmark
 
 _KIND_RE = re.compile(r"<judge_task>(\w+)</judge_task>")
 _ITEM_RE = re.compile(r"(?m)^Item: (\S+)\s*$")
@@ -49,7 +49,7 @@ def _carries(prompt: str, mode: FailureMode) -> bool:
 
 
 class SimJudge:
-    def __init__(self, modes: Sequence[FailureMode], find_row: Callable[[str], tuple[Benchmark, Row] | None]):
+    def __init__(self, modes: Sequence[FailureMode], find_row: Callable[[str], tuple[SimulatedBenchmark, Row] | None]):
         self.modes = tuple(modes)
         self.find_row = find_row
 
@@ -87,7 +87,7 @@ class SimJudge:
         return "A" if a and not b else "B" if b and not a else "TIE"
 
     @staticmethod
-    def _correct(bench: Benchmark, row: Row, response: str) -> bool:
+    def _correct(bench: SimulatedBenchmark, row: Row, response: str) -> bool:
         try:
             return bench.score(row, AgentOutput(text=response)).value >= 1.0
         except Exception:  # noqa: BLE001 - a scorer that cannot read the response: not correct

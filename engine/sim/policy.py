@@ -40,17 +40,17 @@ Everything is a pure function of (request body, seed): the same request always g
 
 from __future__ import annotations
 
-import hashlib
-import random
 import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from core.benchmark import Benchmark, FailureMode, SimReply
 from core.canonical import canonical_json, sha256_hex
 from core.models import Row
+from core.simulation import FailureMode, SimReply, SimulatedBenchmark
 from engine.sim.faults import request_key
 from engine.sim.judge import SimJudge, judge_kind
+from engine.sim.request_text import (all_text, message_text, mode_draw, offered_tool_names, offers_tools,
+                                     reply_rng, request_seed_of, system_prompt_of)
 
 CONTRACT_MARKER = "PROTECTED FINAL OUTPUT CONTRACT"
 DEFAULT_REFLECTION_MODEL = "simulated-reflection"
@@ -65,77 +65,9 @@ _INSTRUCTION_RE = re.compile(r"<current_instruction>(.*?)</current_instruction>"
 _FENCE_RE = re.compile(r"```[^\n`]*\n(.*?)```", re.DOTALL)
 
 
-def _int_from_sha256(text: str) -> int:
-    return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "big")
-
-
-def mode_draw(row_id: str, seed: int, mode_name: str) -> float:
-    """u_m of the accuracy function: uniform in [0, 1) from sha256 of (row id, seed, mode name)."""
-    return _int_from_sha256(f"{row_id}|{seed}|{mode_name}") / 2.0**64
-
-
-def reply_rng(row_id: str, seed: int) -> random.Random:
-    """The RNG handed to `benchmark.simulate` for (row, seed)."""
-    return random.Random(_int_from_sha256(f"{row_id}|{seed}"))
-
-
-def message_text(message: Mapping[str, Any]) -> str:
-    """The text of a message: a string content, or the joined text parts of a list content."""
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for part in content:
-            if isinstance(part, Mapping) and isinstance(part.get("text"), str):
-                parts.append(part["text"])
-            elif isinstance(part, str):
-                parts.append(part)
-        return "\n".join(parts)
-    return ""
-
-
-def _all_text(messages: Sequence[Mapping[str, Any]]) -> str:
-    chunks = []
-    for message in messages:
-        chunks.append(message_text(message))
-        for call in message.get("tool_calls") or ():
-            if isinstance(call, Mapping):
-                fn = call.get("function")
-                if isinstance(fn, Mapping):
-                    chunks.append(str(fn.get("name", "")))
-                    chunks.append(str(fn.get("arguments", "")))
-    return "\n".join(chunks)
-
-
-def system_prompt_of(messages: Sequence[Mapping[str, Any]]) -> str:
-    return "\n".join(message_text(m) for m in messages if m.get("role") in ("system", "developer"))
-
-
-def offers_tools(body: Mapping[str, Any]) -> bool:
-    """True when the request offers tools the reply may call (`tools` non-empty, `tool_choice` not "none")."""
-    return bool(body.get("tools")) and body.get("tool_choice") != "none"
-
-
-def _offered_tool_names(body: Mapping[str, Any]) -> list[str]:
-    names = []
-    for tool in body.get("tools") or []:
-        fn = tool.get("function") if isinstance(tool, Mapping) else None
-        if isinstance(fn, Mapping) and isinstance(fn.get("name"), str):
-            names.append(fn["name"])
-    return names
-
-
-def request_seed_of(body: Mapping[str, Any]) -> int:
-    seed = body.get("seed")
-    if isinstance(seed, bool) or not isinstance(seed, (int, float)):
-        return 0
-    return int(seed)
-
-
 @dataclass(frozen=True)
 class Match:
-    benchmark: Benchmark
+    benchmark: SimulatedBenchmark
     row: Row
 
 
@@ -154,13 +86,13 @@ class Policy:
 
     def __init__(
         self,
-        datasets: Mapping[str, tuple[Benchmark, Sequence[Row]]],
+        datasets: Mapping[str, tuple[SimulatedBenchmark, Sequence[Row]]],
         reflection_model: str = DEFAULT_REFLECTION_MODEL,
         model_ids: Sequence[str] = (DEFAULT_TASK_MODEL,),
     ) -> None:
         self.reflection_model = reflection_model
         self.model_ids = tuple(dict.fromkeys([*model_ids, reflection_model]))
-        self._benchmarks: dict[str, Benchmark] = {}
+        self._benchmarks: dict[str, SimulatedBenchmark] = {}
         self._by_text: dict[str, Match] = {}
         self._by_id: dict[tuple[str, str], Match] = {}
         for name, (benchmark, rows) in datasets.items():
@@ -186,7 +118,7 @@ class Policy:
     # ------------------------------------------------------------------ lookup
 
     @property
-    def benchmarks(self) -> Mapping[str, Benchmark]:
+    def benchmarks(self) -> Mapping[str, SimulatedBenchmark]:
         return dict(self._benchmarks)
 
     @property
@@ -222,7 +154,7 @@ class Policy:
         self._substring_cache[text] = found
         return found
 
-    def _benchmark_for(self, row: Row) -> Benchmark:
+    def _benchmark_for(self, row: Row) -> SimulatedBenchmark:
         match = self._by_id.get((row.dataset, row.id))
         if match is not None:
             return match.benchmark
@@ -250,10 +182,10 @@ class Policy:
         messages = body.get("messages") or []
         if self.is_reflection(body):
             return Decision("reflection", SimReply(content=self.reflect(messages)))
-        judged = _all_text(messages)
+        judged = all_text(messages)
         if judge_kind(judged) is not None:
             return Decision("judge", SimReply(content=self.judge.reply(judged)))
-        delegates = [name for name in _offered_tool_names(body) if name.startswith("delegate_to_")]
+        delegates = [name for name in offered_tool_names(body) if name.startswith("delegate_to_")]
         if delegates:
             found = self.lookup(messages) if match is False else match
             if isinstance(found, Match):
@@ -292,7 +224,7 @@ class Policy:
 
     def reflect(self, messages: Sequence[Mapping[str, Any]]) -> str:
         """The simulated reflection model: current instruction + remedies of the modes the feedback names."""
-        text = _all_text(messages)
+        text = all_text(messages)
         found = _INSTRUCTION_RE.search(text) or _FENCE_RE.search(text)
         instruction = found.group(1).strip("\n") if found else ""
         for mode, pattern in self._mode_patterns:
@@ -326,7 +258,7 @@ class Policy:
                               "function": {"name": str(call.get("name", "")), "arguments": arguments}})
                 completion_text += str(call.get("name", "")) + arguments
             message["tool_calls"] = calls
-        prompt_tokens = len(_all_text(messages)) // 4
+        prompt_tokens = len(all_text(messages)) // 4
         completion_tokens = max(1, len(completion_text) // 4)
         return {
             "id": f"chatcmpl-sim-{ident[:24]}",

@@ -8,8 +8,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.communication import (CONTRACT_HEADER, FORMATS, CommunicationLog, append_format_contract,
+from benchmarks.registry import get_benchmark
+from core.communication import (CONTRACT_HEADER, FORMATS, CommunicationLog, ReportVocabulary,
+                                append_format_contract,
                                 format_contract, parse_report, render_handoff, render_report)
+
+
+
+def vocab(dataset: str) -> ReportVocabulary:
+    """The report vocabulary a dataset declares (its Benchmark.report_vocabulary)."""
+    return get_benchmark(dataset).report_vocabulary
+
 
 SEMI_OK = ("[STATUS]\ncompleted\n\n[SUMMARY]\nParis is the capital.\n\n[EVIDENCE_OR_TESTS]\nPage: France.\n\n"
            "[CONFIDENCE]\nhigh because the page says so\n\n[NEXT]\nUse it.\n\nAnswer: Paris")
@@ -18,24 +27,25 @@ JSON_OK = ('JSON_REPORT:\n{"status": "in_progress", "summary": "s", "confidence"
 
 
 def test_freeform_is_the_control():
-    assert format_contract("freeform", "hotpotqa") == ""
-    assert append_format_contract("prompt", "freeform", "lcb") == "prompt"
+    assert format_contract("freeform", vocab("hotpotqa")) == ""
+    assert append_format_contract("prompt", "freeform", vocab("lcb")) == "prompt"
     assert parse_report("anything", "freeform").ok
     assert render_handoff("a", "  text \n", "freeform") == "text"
 
 
 def test_contracts_name_the_required_sections_and_dataset_tags():
-    semi = format_contract("semi_structured", "hotpotqa")
+    semi = format_contract("semi_structured", vocab("hotpotqa"))
     for tag in ("[STATUS]", "[SUMMARY]", "[EVIDENCE_OR_TESTS]", "[CONFIDENCE]", "[NEXT]", "[ANSWER_CANDIDATE]"):
         assert tag in semi
-    assert "[APPROACH]" in format_contract("semi_structured", "lcb")
-    assert "one sentence" in format_contract("semi_structured", "apibank")
-    soft = format_contract("structured_soft", "swe")
+    assert "[APPROACH]" in format_contract("semi_structured", vocab("lcb"))
+    assert "one sentence" in format_contract("semi_structured", vocab("apibank"))
+    soft = format_contract("structured_soft", vocab("swe"))
     assert "JSON_REPORT:" in soft and "END_JSON_REPORT" in soft and "bug_location" in soft
-    once = append_format_contract("p", "structured_soft", "lcb")
-    assert once.startswith("p\n\n" + CONTRACT_HEADER) and append_format_contract(once, "structured_soft", "lcb") == once
+    once = append_format_contract("p", "structured_soft", vocab("lcb"))
+    assert once.startswith("p\n\n" + CONTRACT_HEADER)
+    assert append_format_contract(once, "structured_soft", vocab("lcb")) == once
     with pytest.raises(ValueError):
-        format_contract("xml", "lcb")
+        format_contract("xml", vocab("lcb"))
 
 
 def test_semi_structured_parsing():
@@ -75,7 +85,7 @@ def test_rendering_always_parses(text, fmt):
 
 
 def test_log_metadata_fields():
-    log = CommunicationLog("structured_soft", "lcb")
+    log = CommunicationLog("structured_soft", vocab("lcb"))
     log.report("a.0", JSON_OK)
     log.report("b.0", "plain")
     shown = log.handoff("b", "plain")
@@ -84,8 +94,8 @@ def test_log_metadata_fields():
     assert meta["communication_format"] == "structured_soft"
     assert meta["communication_parse_rate"] == 0.5 and meta["communication_all_parse_ok"] is False
     assert meta["communication_render_parse_rate"] == 1.0 and meta["communication_inflight_handoffs"] == 1
-    prompt_only = CommunicationLog("semi_structured", "swe", rerender=False)
+    prompt_only = CommunicationLog("semi_structured", vocab("swe"), rerender=False)
     assert prompt_only.handoff("a", "raw ") == "raw"
     assert prompt_only.metadata()["communication_render_parse_rate"] is None
-    empty = CommunicationLog("freeform", "gpqa").metadata()
+    empty = CommunicationLog("freeform", vocab("gpqa")).metadata()
     assert empty["communication_parse_rate"] is None and empty["communication_all_parse_ok"] is True

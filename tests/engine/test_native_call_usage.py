@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from core.benchmark import SimReply
+from core.simulation import SimReply
 from core.models import AgentOutput, Row, Score
 from tests.conftest import start_sim
 from tests.engine.jobutil import run
@@ -16,7 +16,9 @@ from tests.topologies.scripted import CALC
 
 
 class NativeCallBench(FakeBench):
-    """Answers are native tool calls (the topologies treat the dataset named bfcl so)."""
+    """Answers are native tool calls (it declares so, as BFCL does)."""
+
+    answer_is_native_call = True
 
     def __init__(self) -> None:
         super().__init__(n_train=4, n_validation=4, n_test=5)

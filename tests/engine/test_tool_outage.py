@@ -7,7 +7,7 @@ import random
 from typing import Any
 
 from benchmarks.hotpotqa.live import WikipediaUnavailable
-from core.benchmark import SimReply
+from core.simulation import SimReply
 from core.models import Row
 from tests.conftest import start_sim
 from tests.engine.jobutil import run
@@ -17,6 +17,8 @@ from tests.topologies.scripted import CALC
 
 class OutageBench(FakeBench):
     """Every answer starts with a tool call; the tool's backend is unreachable for rows in `down`."""
+
+    executes_tools = True
 
     def __init__(self, down: set[str]) -> None:
         super().__init__(n_train=4, n_validation=4, n_test=4)

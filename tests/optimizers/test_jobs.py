@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from core.benchmark import FailureMode
+from core.simulation import FailureMode
 from core.canonical import verify_seal
 from core.errors import UsageError
 from tests.conftest import start_sim

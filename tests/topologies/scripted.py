@@ -14,9 +14,14 @@ from typing import Any
 
 import anyio
 
+from benchmarks.registry import KNOWN_BENCHMARKS, get_benchmark
 from core.contracts import CONTRACT_MARKER
 from core.topology import ChatReply
 from tests.fakebench import FakeBench
+
+
+# the dataset facts topologies once looked up by dataset name; a fake posing as that dataset declares them too
+NAMED_FACTS = ("answer_is_native_call", "prompt_contract_only", "report_vocabulary")
 
 
 @dataclass
@@ -128,9 +133,14 @@ CALC = {"type": "function", "function": {"name": "calculator", "description": "E
 
 
 def fake(name: str = "gpqa", tools: bool = False) -> FakeBench:
-    """FakeBench posing as a dataset (so the dataset's team spec applies), optionally with a calculator."""
+    """FakeBench posing as a dataset (so the dataset's team spec, native-call answers, hand-off re-rendering and
+    report vocabulary apply), optionally with a calculator."""
     bench = FakeBench()
     bench.name = name  # type: ignore[misc]
+    if name in KNOWN_BENCHMARKS:
+        real = get_benchmark(name)
+        for fact in NAMED_FACTS:
+            setattr(bench, fact, getattr(real, fact))
     if tools:
         bench.native_tools = lambda row: [CALC]  # type: ignore[method-assign]
     return bench

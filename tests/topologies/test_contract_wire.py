@@ -18,7 +18,7 @@ import pytest
 
 import benchmarks.registry as registry
 from core.contracts import CONTRACT_MARKER, NOTE_MARKER, NUDGE_MARKER, contract_header
-from engine.cli.baseline import run_baseline
+from engine.cli.baseline import check_run_options, run_baseline
 from engine.job.config import JobConfig, build_config
 from engine.job.run_job import run_job
 from engine.runner import RetryPolicy
@@ -28,7 +28,8 @@ from topologies.teams import team_spec
 
 DATASETS = ("gpqa", "hotpotqa", "math", "lcb", "apps", "swe", "bfcl", "apibank", "toolhop")
 TOPOLOGIES = ("single", "independent", "sequential", "centralized", "decentralized")
-REAL_FACTS = ("format_note", "format_nudge", "nudge_roles", "single_step_limit", "single_recursion_limit", "answer_marker", "answer_request")
+REAL_FACTS = ("format_note", "format_nudge", "nudge_roles", "single_step_limit", "single_recursion_limit",
+              "answer_marker", "answer_request", "answer_is_native_call", "prompt_contract_only", "report_vocabulary")
 
 
 class DatasetFacts(FakeBench):
@@ -118,9 +119,10 @@ def run_one_baseline(tmp_path: Path, bench: DatasetFacts, topology: str, monkeyp
     out = tmp_path / "run" / "pred.jsonl"
     args = argparse.Namespace(cell=f"task={bench.name},topology={topology}", seed=0, split="test", only=None,
                               limit=None, data_dir=None, bundle=None, out=str(out), task_endpoints=[server.base_url],
-                              model_id="test-model", concurrency=8, request_timeout=5.0)
+                              model_id="test-model", concurrency=8, request_timeout=5.0, startup_timeout=5.0,
+                              unsafe_sandbox=False, api_key_env=None)
     try:
-        anyio.run(run_baseline, args)
+        anyio.run(run_baseline, args, check_run_options(args))
     finally:
         server.stop()
     return out.parent / "pred.run" / "card.sqlite"

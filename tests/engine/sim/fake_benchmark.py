@@ -6,9 +6,10 @@ import random
 import re
 from typing import Any, Sequence
 
-from core.benchmark import FailureMode, SimReply, Splits
+from core.benchmark import BenchmarkDefaults, Splits
 from core.errors import DataError
 from core.models import AgentOutput, Row, Score
+from core.simulation import FailureMode, SimReply
 
 FORMAT = FailureMode("format", r"missing the 'Answer:' line", "Always finish with a line 'Answer: <number>'.", 0.5)
 ARITH = FailureMode("arithmetic", r"arithmetic slip", "Double-check every arithmetic step before answering.", 0.4)
@@ -22,8 +23,9 @@ CALCULATOR = {"type": "function", "function": {"name": "calculator", "descriptio
                                                               "required": ["expression"]}}}
 
 
-class ArithBenchmark:
+class ArithBenchmark(BenchmarkDefaults):
     name = "arith"
+    scorer_id = "arith:protocol:v1"
     answer_format = "Answer: <number>"
     failure_modes = (FORMAT, ARITH, TOOL)
 
