@@ -227,7 +227,7 @@ class Runner:
                                     {"value": record.score, "feedback": record.feedback,
                                      "malformed": record.metadata.get("malformed", False),
                                      "metadata": record.metadata.get("scorer_metadata", {}),
-                                     "scorer": f"{self.bench.name}:protocol:v1"}, actor="engine:scorer")
+                                     "scorer": self.bench.scorer_id}, actor="engine:scorer")
             store.op_annotation(conn, "node", node_id, "mpb.rollout",
                                 {"status": record.status.value, "example_id": record.example_id,
                                  "phase": record.phase, "request_seed": record.request_seed,

@@ -93,7 +93,8 @@ def test_bfcl_four_agent_team_deploys_a_strictly_better_incumbent(tmp_path, meth
 def test_fake_dataset_shared_prompt_deploys_a_strictly_better_incumbent(tmp_path, method):
     server = start_sim(bench())
     try:
-        run(tmp_path / "job", server.base_url, method=method)
+        # a one-role (shared-prompt) team on a second dataset; Single is off the grid for these methods (section 4)
+        run(tmp_path / "job", server.base_url, method=method, allow_any_cell=True)
     finally:
         server.stop()
     check_job(tmp_path / "job", method, shared=True)
