@@ -129,6 +129,18 @@ class Usage(Frozen):
     n_llm_calls: int = 0
     n_tool_calls: int = 0
 
+    @classmethod
+    def of_call(cls, usage: Any) -> "Usage":
+        """One model call's usage from a response's `usage` object (unreported or non-integer counts stay None)."""
+        got = usage if isinstance(usage, dict) else {}
+
+        def count(field: str) -> int | None:
+            value = got.get(field)
+            return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+        return cls(prompt_tokens=count("prompt_tokens"), completion_tokens=count("completion_tokens"),
+                   total_tokens=count("total_tokens"), n_llm_calls=1)
+
     def __add__(self, other: "Usage") -> "Usage":
         def add(a: int | None, b: int | None) -> int | None:
             if a is None and b is None:
