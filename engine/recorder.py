@@ -61,7 +61,8 @@ class CallNode:
 class CallSite(Protocol):
     """Where a model call is made: it derives the seed, names the node and adds its own payload fields."""
 
-    reads: tuple[str, ...]
+    @property
+    def reads(self) -> tuple[str, ...]: ...  # node ids whose output this call read (edges into its node)
 
     def seed(self, body: dict[str, Any]) -> int: ...
 
