@@ -101,3 +101,9 @@ class StopReason(enum.StrEnum):
     PATIENCE = "patience"
     IDENTITY_NO_SEARCH = "identity_no_search"
     INFRASTRUCTURE_INVALID = "infrastructure_invalid"
+
+
+# The model ids the simulated endpoint answers to when a job or run has no real endpoint. One value each: the task
+# model id is part of every recorded request body (so of its replay key), hence the stored value is kept.
+SIMULATED_TASK_MODEL_ID = "simulated-policy"
+SIMULATED_REFLECTION_MODEL_ID = "simulated-reflection"

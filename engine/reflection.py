@@ -100,11 +100,6 @@ class ReflectionClient:
     # ------------------------------------------------------------------ usage
     def usage(self) -> dict[str, Any]:
         """Totals plus a per-purpose breakdown; the same for a live and a replayed run (replays are not listed)."""
-        total = sum(self._usage.values(), Usage())
-        return {**_counts(total), "model_id": self.endpoint.model_id, "component": self.component,
-                "by_purpose": {k: _counts(v) for k, v in sorted(self._usage.items())}}
-
-
-def _counts(usage: Usage) -> dict[str, Any]:
-    return {"model_calls": usage.n_llm_calls, "prompt_tokens": usage.prompt_tokens,
-            "completion_tokens": usage.completion_tokens, "total_tokens": usage.total_tokens}
+        return {**Usage.total(self._usage.values()).call_counts(), "model_id": self.endpoint.model_id,
+                "component": self.component,
+                "by_purpose": {k: v.call_counts() for k, v in sorted(self._usage.items())}}

@@ -49,12 +49,13 @@ from typing import Any, Iterable, Mapping, Sequence
 from core.benchmark import Benchmark, FailureMode, SimReply
 from core.canonical import canonical_json, sha256_hex
 from core.models import Row
+from core.vocabulary import SIMULATED_REFLECTION_MODEL_ID, SIMULATED_TASK_MODEL_ID
 from engine.sim.faults import request_key
 from engine.sim.judge import SimJudge, judge_kind
 
 CONTRACT_MARKER = "PROTECTED FINAL OUTPUT CONTRACT"
-DEFAULT_REFLECTION_MODEL = "simulated-reflection"
-DEFAULT_TASK_MODEL = "simulated-task"
+DEFAULT_REFLECTION_MODEL = SIMULATED_REFLECTION_MODEL_ID
+DEFAULT_TASK_MODEL = SIMULATED_TASK_MODEL_ID  # the id jobs send when they run simulated
 NO_MATCH_TEXT = "SIMULATED: no matching task"
 TOOL_FOLLOWUP_TEXT = "Done."
 SIMULATED_NOTE = "simulated endpoint: scores are not model scores"
