@@ -175,18 +175,26 @@ class Recorder:
         """Seed, replay lookup, send with retries, record; the response once it is durable in the store."""
         body = {**body, "model": body.get("model") or self.endpoint.model_id, "seed": site.seed(body)}
         request_key = content_hash(body)
-        async with self._locks.setdefault(request_key, anyio.Lock()):  # identical concurrent requests: one is sent
-            started = utc_now()
-            cached = await self.store.find_call(request_key)
-            if cached is not None:
-                event_id, payload = cached
-                response = dict(payload["response"])
-                self.replayed_calls += 1
-                await self._record(_Attempt(site, body, request_key, started, response, 0.0, None, event_id))
-                return self._result(site, request_key, response, event_id)
-            response = await self._send(site, body, request_key, started)
-            self.live_calls += 1
-            return self._result(site, request_key, response, None)
+        lock = self._locks.setdefault(request_key, anyio.Lock())
+        try:
+            async with lock:  # identical concurrent requests: one is sent, the others replay it
+                return await self._call_once(site, body, request_key)
+        finally:
+            if self._locks.get(request_key) is lock and not lock.locked() and not lock.statistics().tasks_waiting:
+                self._locks.pop(request_key, None)  # bounded: only keys in flight hold a lock
+
+    async def _call_once(self, site: CallSite, body: dict[str, Any], request_key: str) -> RecordedCall:
+        started = utc_now()
+        cached = await self.store.find_call(request_key)
+        if cached is not None:
+            event_id, payload = cached
+            response = dict(payload["response"])
+            self.replayed_calls += 1
+            await self._record(_Attempt(site, body, request_key, started, response, 0.0, None, event_id))
+            return self._result(site, request_key, response, event_id)
+        response = await self._send(site, body, request_key, started)
+        self.live_calls += 1
+        return self._result(site, request_key, response, None)
 
     async def _send(self, site: CallSite, body: dict[str, Any], request_key: str, started: str) -> dict[str, Any]:
         response: dict[str, Any] = {}

@@ -166,3 +166,28 @@ async def test_an_unrecorded_recorder_writes_nothing(tmp_path):
         await endpoint.aclose()
         server.stop()
     assert _events(db) == []
+
+
+async def test_identical_concurrent_calls_send_once_and_hold_no_lock_afterwards(tmp_path):
+    import anyio
+
+    server = start_sim(FakeBench(), delay_s=0.05)
+    endpoint = Endpoint(server.base_url, "simulated-reflection")
+    site = ComponentCall(run_node="run", component="probe", purpose="p", key="k", optimizer_seed=0, cell_id="c")
+    try:
+        async with Store(tmp_path / "d.sqlite", run_id="run") as store:
+            recorder = Recorder(store=store, endpoint=endpoint, execution_id="probe#g0", attempts=3)
+            results: list[Any] = []
+
+            async def one() -> None:
+                results.append(await recorder.call(site, BODY))
+
+            async with anyio.create_task_group() as tg:
+                for _ in range(4):
+                    tg.start_soon(one)
+        assert len(server.log) == 1 and (recorder.live_calls, recorder.replayed_calls) == (1, 3)
+        assert len({json.dumps(r.response, sort_keys=True) for r in results}) == 1
+        assert recorder._locks == {}  # locks live only while their request is in flight
+    finally:
+        await endpoint.aclose()
+        server.stop()
