@@ -13,6 +13,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from core.canonical import sha256_hex
@@ -169,8 +170,6 @@ async def test_an_unrecorded_recorder_writes_nothing(tmp_path):
 
 
 async def test_identical_concurrent_calls_send_once_and_hold_no_lock_afterwards(tmp_path):
-    import anyio
-
     server = start_sim(FakeBench(), delay_s=0.05)
     endpoint = Endpoint(server.base_url, "simulated-reflection")
     site = ComponentCall(run_node="run", component="probe", purpose="p", key="k", optimizer_seed=0, cell_id="c")
