@@ -7,6 +7,7 @@ frozen dataclasses or frozen models.
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -129,6 +130,27 @@ class Usage(Frozen):
     n_llm_calls: int = 0
     n_tool_calls: int = 0
 
+    @classmethod
+    def of_call(cls, usage: Any) -> "Usage":
+        """One model call's usage from a response's `usage` object (unreported or non-integer counts stay None)."""
+        got = usage if isinstance(usage, dict) else {}
+
+        def count(field: str) -> int | None:
+            value = got.get(field)
+            return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+        return cls(prompt_tokens=count("prompt_tokens"), completion_tokens=count("completion_tokens"),
+                   total_tokens=count("total_tokens"), n_llm_calls=1)
+
+    @classmethod
+    def total(cls, usages: "Iterable[Usage]") -> "Usage":
+        return sum(usages, cls())
+
+    def call_counts(self) -> dict[str, int | None]:
+        """The model-call counters as reported in optimization.json / test.json usage blocks."""
+        return {"model_calls": self.n_llm_calls, "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens, "total_tokens": self.total_tokens}
+
     def __add__(self, other: "Usage") -> "Usage":
         def add(a: int | None, b: int | None) -> int | None:
             if a is None and b is None:
@@ -202,3 +224,11 @@ class RolloutRecord(BaseModel):
     def usable(self) -> bool:
         return self.status.usable and not self.budget_exhausted
 
+
+def rollout_usage_totals(records: Sequence[RolloutRecord]) -> dict[str, Any]:
+    """Usage summed over rollouts (tokens a server did not report stay None unless another rollout reported them)."""
+    total = Usage.total(r.usage for r in records)
+    counts = total.call_counts()
+    return {"rollouts": len(records), "model_calls": counts["model_calls"], "tool_calls": total.n_tool_calls,
+            "prompt_tokens": counts["prompt_tokens"], "completion_tokens": counts["completion_tokens"],
+            "total_tokens": counts["total_tokens"]}

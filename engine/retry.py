@@ -1,10 +1,14 @@
-"""Backoff between the same-seed attempts of a rollout (or a reflection call): exponential with keyed jitter,
-or the endpoint's Retry-After when it gave one."""
+"""The one retry path of the engine (tenacity): same-seed attempts of a rollout and of a recorded model call.
+
+Backoff between attempts is exponential with keyed jitter, or the endpoint's Retry-After when it gave one.
+"""
 
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
 
 from core.errors import InfrastructureError
 
@@ -22,3 +26,16 @@ class RetryPolicy:
             return 0.0
         jitter = random.Random(f"{key}|{attempt}").uniform(0.5, 1.0)  # keyed, never a shared RNG
         return min(self.max_delay, self.base_delay * 2 ** (attempt - 1)) * jitter
+
+
+def retrying(policy: RetryPolicy, key: str, attempts: int,
+             retry_on: type[BaseException] | tuple[type[BaseException], ...]) -> AsyncRetrying:
+    """Up to `attempts` attempts; an exception of `retry_on` is retried after `policy.delay` (keyed by `key`), any
+    other exception and the last attempt's error propagate unchanged."""
+
+    def wait(state: RetryCallState) -> float:
+        error = state.outcome.exception() if state.outcome is not None else None
+        return policy.delay(state.attempt_number, error, key)
+
+    return AsyncRetrying(stop=stop_after_attempt(attempts), wait=wait, retry=retry_if_exception_type(retry_on),
+                         reraise=True)

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
-from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 
 from core.benchmark import Benchmark
 from core.canonical import content_hash
@@ -29,10 +28,11 @@ from core.models import AgentOutput, PromptBundle, RolloutRecord, RolloutStatus,
 from core.protocol import MAX_INFRA_RETRIES
 from core.scrub import scrub, secret_values
 from core.topology import Topology
+from core.vocabulary import Actor, MutationType, NodeFailureKind, NodeStatus, Phase
 from engine.agent_context import RecordedAgentContext
 from engine.chat.endpoint import EndpointPool
 from engine.containment import attempt_failure
-from engine.retry import RetryPolicy
+from engine.retry import RetryPolicy, retrying
 from engine.store import Store
 
 BUDGET_EXHAUSTED_ERROR = "rollout budget exhausted; rollout not executed"
@@ -124,11 +124,11 @@ class Runner:
         self._executed.add(spec.rollout_key)
         if self.record_calls:
             added = await self.store.add_node(node_id=node_id, parent_id=self.run_node, instance_key=spec.row.id,
-                                              task_key=spec.phase, status="running", worker_key=None, level=1,
-                                              actor="engine:runner")
+                                              task_key=spec.phase, status=NodeStatus.RUNNING, worker_key=None, level=1,
+                                              actor=Actor.RUNNER)
             if not added and stored is not None:
                 await self.store.set_node_status(
-                    node_id, "running", actor="engine:runner",
+                    node_id, NodeStatus.RUNNING, actor=Actor.RUNNER,
                     reason=f"recovery: attempted again with the same request seed in store generation "
                            f"{self.store.generation} (it ended as an infrastructure failure before)")
         outcome, attempts, error = await self._attempts(spec, decoding, node_id, slot)
@@ -145,12 +145,9 @@ class Runner:
         attempts = 0
         last_error: BaseException | None = None
         outcome: Outcome | None = None
-        retrying = AsyncRetrying(
-            stop=stop_after_attempt(MAX_INFRA_RETRIES + 1),
-            wait=lambda state: self.retry.delay(state.attempt_number, last_error, spec.rollout_key),
-            retry=retry_if_exception_type((InfrastructureError, ScorerError)), reraise=True)
         try:
-            async for attempt in retrying:
+            async for attempt in retrying(self.retry, spec.rollout_key, MAX_INFRA_RETRIES + 1,
+                                          (InfrastructureError, ScorerError)):
                 with attempt:
                     attempts = attempt.retry_state.attempt_number
                     try:
@@ -163,8 +160,8 @@ class Runner:
                         slot.infra_attempt()
                         if self.record_calls:
                             await self.store.set_node_status(
-                                node_id, "failed", actor="engine:runner", reason=f"attempt {attempts}: {exc}",
-                                extra={"failure": {"kind": "infra_error", "message": str(exc)[:2000],
+                                node_id, NodeStatus.FAILED, actor=Actor.RUNNER, reason=f"attempt {attempts}: {exc}",
+                                extra={"failure": {"kind": NodeFailureKind.INFRA_ERROR, "message": str(exc)[:2000],
                                                    "exception_type": type(exc).__name__, "attempt": attempts}})
                         raise
         except (InfrastructureError, ScorerError):
@@ -192,7 +189,7 @@ class Runner:
                                    tool_executor=executor, record_calls=self.record_calls)
         t0 = anyio.current_time()
         if self.record_calls and attempt > 1:
-            await self.store.set_node_status(node_id, "running", actor="engine:runner",
+            await self.store.set_node_status(node_id, NodeStatus.RUNNING, actor=Actor.RUNNER,
                                              reason=f"retry attempt {attempt} with the same request seed")
         try:
             with anyio.fail_after(self.attempt_timeout):
@@ -216,10 +213,10 @@ class Runner:
         """Score annotation, terminal status mutation, ledger mutation and the replay index: one store op."""
         store = self.store
         data = record.model_dump(mode="json")
-        final_status = "completed" if record.status.usable else "failed"
+        final_status = NodeStatus.COMPLETED if record.status.usable else NodeStatus.FAILED
         extra: dict[str, Any] = {"rollout_status": record.status.value}
         if not record.status.usable:
-            extra["failure"] = {"kind": "infra_error", "message": record.error, "exception_type": record.error_kind}
+            extra["failure"] = {"kind": NodeFailureKind.INFRA_ERROR, "message": record.error, "exception_type": record.error_kind}
 
         def op(conn: Any) -> None:
             if record.score is not None:
@@ -227,7 +224,7 @@ class Runner:
                                     {"value": record.score, "feedback": record.feedback,
                                      "malformed": record.metadata.get("malformed", False),
                                      "metadata": record.metadata.get("scorer_metadata", {}),
-                                     "scorer": self.bench.scorer_id}, actor="engine:scorer")
+                                     "scorer": self.bench.scorer_id}, actor=Actor.SCORER)
             store.op_annotation(conn, "node", node_id, "mpb.rollout",
                                 {"status": record.status.value, "example_id": record.example_id,
                                  "phase": record.phase, "request_seed": record.request_seed,
@@ -237,12 +234,11 @@ class Runner:
                                  else record.final_output.model_dump(mode="json"),
                                  "budget_exhausted": record.budget_exhausted, "error": record.error,
                                  "evaluation_id": spec.evaluation_id, "position": spec.position},
-                                actor="engine:runner")
-            store.op_status(conn, node_id, final_status, actor="engine:runner", reason=record.error, extra=extra)
-            if record.charged or spec.phase == "optimize":
-                store._mutation(conn, "ledger.committed", "run", store.run_id, "engine:ledger", None,
-                                {"rollout": node_id, "status": record.status.value, "charged": record.charged},
-                                None)
+                                actor=Actor.RUNNER)
+            store.op_status(conn, node_id, final_status, actor=Actor.RUNNER, reason=record.error, extra=extra)
+            if record.charged or spec.phase == Phase.OPTIMIZE:
+                store.op_mutation(conn, MutationType.LEDGER_COMMITTED, "run", store.run_id, actor=Actor.LEDGER,
+                                  new={"rollout": node_id, "status": record.status.value, "charged": record.charged})
             store.op_rollout(conn, rollout_key=spec.rollout_key, node_id=node_id,
                              evaluation_id=spec.evaluation_id, phase=spec.phase, position=spec.position, record=data)
 
@@ -261,10 +257,10 @@ class Runner:
 
             def op(conn: Any) -> None:
                 if store.op_node(conn, node_id=node_id, parent_id=self.run_node, instance_key=spec.row.id,
-                                 task_key=spec.phase, status="pending", worker_key=None, level=1,
-                                 actor="engine:runner"):
-                    store.op_status(conn, node_id, "skipped", actor="engine:ledger", reason=BUDGET_EXHAUSTED_ERROR,
-                                    extra={"failure": {"kind": "budget_exhausted", "message": BUDGET_EXHAUSTED_ERROR}})
+                                 task_key=spec.phase, status=NodeStatus.PENDING, worker_key=None, level=1,
+                                 actor=Actor.RUNNER):
+                    store.op_status(conn, node_id, NodeStatus.SKIPPED, actor=Actor.LEDGER, reason=BUDGET_EXHAUSTED_ERROR,
+                                    extra={"failure": {"kind": NodeFailureKind.BUDGET_EXHAUSTED, "message": BUDGET_EXHAUSTED_ERROR}})
 
             await store.write(op)
         return self._emit(record)

@@ -6,6 +6,7 @@ from typing import Sequence
 
 from core.models import PromptBundle, Row
 from core.optimizer import CurvePoint, OptimizerResult, OptimizerRunner
+from core.vocabulary import StopReason
 
 
 class Identity:
@@ -19,4 +20,4 @@ class Identity:
                        seed_bundle: PromptBundle, budget: int) -> OptimizerResult:
         point = CurvePoint(charged_rollouts=0, native_iteration=0, native_observed_score=None,
                            bundle_hash=seed_bundle.digest, reason="identity_no_search")
-        return OptimizerResult(incumbent=seed_bundle, stop_reason="identity_no_search", curve=(point,))
+        return OptimizerResult(incumbent=seed_bundle, stop_reason=StopReason.IDENTITY_NO_SEARCH, curve=(point,))

@@ -24,12 +24,12 @@ from core.errors import DataError, UsageError
 from core.contracts import RUN_CONTRACT_VERSION
 from core.models import PromptBundle, Row
 from core.protocol import condition, split_hash
+from core.vocabulary import SIMULATED_TASK_MODEL_ID, Actor, NodeStatus
 from engine.chat.auth import DEFAULT_API_KEY_ENV
 from engine.cli.args import check_out_directory, check_out_file
 from engine.job.artifacts import read_json, write_jsonl_atomic
 from engine.job.benchmark_setup import configure_benchmark, dataset_options, tool_environment
 from engine.job.config import (
-    SIMULATED_MODEL_ID,
     check_cell_text,
     check_endpoints_option,
     check_key_options,
@@ -39,7 +39,8 @@ from engine.job.config import (
 from engine.job.endpoints import open_task_pool, watch_pools
 from engine.job.evaluation import Evaluator, failure_counts
 from engine.job.sandbox_gate import gate_sandbox
-from engine.runner import RetryPolicy, Runner
+from engine.retry import RetryPolicy
+from engine.runner import Runner
 from engine.store import Store
 from engine.store.check import check_store_file
 from topologies.prompts import seed_bundle
@@ -126,7 +127,7 @@ def check_run_options(args: argparse.Namespace) -> RunPlan:
                      split_sha256=split_hash(splits.as_hash_payload()), contract_version=RUN_CONTRACT_VERSION,
                      tool_environment=tool_environment(bench))
     return RunPlan(task=cell.task, bench=bench, topology=topology, rows=rows, bundle=bundle, condition=cond, out=out,
-                   work=work, endpoints=endpoints, model_id=model_id or SIMULATED_MODEL_ID)
+                   work=work, endpoints=endpoints, model_id=model_id or SIMULATED_TASK_MODEL_ID)
 
 
 async def run_baseline(args: argparse.Namespace, plan: RunPlan) -> dict[str, Any]:
@@ -141,13 +142,13 @@ async def run_baseline(args: argparse.Namespace, plan: RunPlan) -> dict[str, Any
         await watch_pools(stack, store, pool)
         run_node = f"run/baseline/{run_id}"
         await store.add_node(node_id=run_node, parent_id=None, instance_key="baseline", task_key="baseline",
-                             status="running", worker_key=None, level=0, actor="engine:run")
+                             status=NodeStatus.RUNNING, worker_key=None, level=0, actor=Actor.RUN)
         runner = Runner(store=store, pool=pool, bench=plan.bench, topology=plan.topology, run_node=run_node,
                         retry=RetryPolicy(), concurrency=args.concurrency)
         evaluation = await Evaluator(runner=runner, job_dir=plan.work, condition=plan.condition,
                                      evaluation_seed=args.seed).evaluate(plan.bundle, args.split, plan.rows,
                                                                          keep_outputs=True)
-        await store.set_node_status(run_node, "completed", actor="engine:run")
+        await store.set_node_status(run_node, NodeStatus.COMPLETED, actor=Actor.RUN)
     write_jsonl_atomic(plan.out, [r.model_copy(update={"replayed": False}).model_dump(mode="json")
                                   for r in evaluation.records])
     return {"evaluation_id": evaluation.evaluation_id, "split": args.split, "n": len(evaluation.records),

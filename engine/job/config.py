@@ -13,6 +13,7 @@ from core.cell import parse_cell
 from core.errors import UsageError
 from core.models import Cell
 from core.protocol import CANONICAL_REFLECTION_MODEL, FULL_BUDGET, TASK_MODELS
+from core.vocabulary import SIMULATED_REFLECTION_MODEL_ID, SIMULATED_TASK_MODEL_ID
 from engine.chat.auth import (
     DEFAULT_API_KEY_ENV,
     DEFAULT_REFLECTION_API_KEY_ENV,
@@ -25,8 +26,7 @@ from engine.cli.args import check_out_directory
 from engine.chat.endpoint import DEFAULT_MAX_OUTAGE_S, Timeouts
 from engine.runner import RetryPolicy
 
-SIMULATED_MODEL_ID = "simulated-policy"
-SIMULATED_REFLECTION_MODEL_ID = "simulated-reflection"
+SIMULATED_MODEL_ID = SIMULATED_TASK_MODEL_ID  # the one default (core.vocabulary); the sim serves it too
 MAX_CALLS_PER_ATTEMPT = 64
 DEFAULT_REFLECTION_URL = "http://localhost:8200/v1"  # protocol 5.4: REFLECTION_MODEL_BASE_URL default
 PHASES = ("all", "optimize", "validate", "test")

@@ -10,6 +10,7 @@ from contextlib import AsyncExitStack, contextmanager
 
 from typing import Any
 
+from core.vocabulary import SIMULATED_REFLECTION_MODEL_ID
 from engine.chat.auth import DEFAULT_API_KEY_ENV, ApiKey, api_key_from_env
 from engine.chat.endpoint import DEFAULT_MAX_OUTAGE_S, Endpoint, EndpointPool, Timeouts
 from engine.chat.preflight import DEFAULT_STARTUP_TIMEOUT_S, Target, check_endpoints
@@ -21,7 +22,7 @@ SIM_BANNER = ("SIMULATED ENDPOINT: no --task-endpoint given, so this job talks t
 
 @contextmanager
 def simulated_endpoint(tasks: list[str], data_dir: str | None, delay_s: float = 0.0,
-                       reflection_model: str = "simulated-reflection",
+                       reflection_model: str = SIMULATED_REFLECTION_MODEL_ID,
                        require_api_key: ApiKey | None = None) -> Iterator[str]:
     """The in-process simulated endpoint; with `require_api_key` it answers 401 to requests without that key."""
     from engine.sim.build import build_policy
@@ -38,7 +39,7 @@ def simulated_endpoint(tasks: list[str], data_dir: str | None, delay_s: float = 
 
 async def open_task_pool(stack: AsyncExitStack, endpoints: Sequence[str], *, task: str, data_dir: str | None,
                          model_id: str, concurrency: int, request_timeout: float, sim_delay_s: float = 0.0,
-                         reflection_model: str = "simulated-reflection", api_key_env: str = DEFAULT_API_KEY_ENV,
+                         reflection_model: str = SIMULATED_REFLECTION_MODEL_ID, api_key_env: str = DEFAULT_API_KEY_ENV,
                          startup_timeout: float = DEFAULT_STARTUP_TIMEOUT_S,
                          max_outage: float = DEFAULT_MAX_OUTAGE_S) -> tuple[EndpointPool, list[str]]:
     """The checked endpoint pool (closed with `stack`) and its base URLs; unusable endpoints raise UsageError."""

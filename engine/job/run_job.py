@@ -18,7 +18,7 @@ from core.canonical import content_hash
 from core.contracts import JOB_CONTRACT_VERSION
 from core.errors import ArtifactError, InfrastructureError, InfrastructureInvalidError, UsageError
 from core.ledger import BudgetLedger
-from core.models import PromptBundle, RolloutRecord
+from core.models import PromptBundle, RolloutRecord, rollout_usage_totals
 from core.optimizer import CurvePoint, Optimizer, OptimizerResult
 from core.protocol import PROTOCOL_ID, REFLECTION_TIMEOUT_S
 from core.selection import decide, forbidden_metadata
@@ -244,7 +244,7 @@ class _Job:
             "incumbent_bundle": result.incumbent.to_json(), "budget_snapshot": snap.as_dict(),
             "artifacts": result.artifacts})
         records = [rec for rec, _ in facade.records]
-        usage_task = _usage_totals(records)
+        usage_task = rollout_usage_totals(records)
         envelope = {
             "schema": "mas-promptbench-optimization/v1", "protocol_id": PROTOCOL_ID, "method": self.cfg.method,
             "cell": self.identity["cell"], "cell_id": self.identity["cell_id"], **failure,
@@ -340,7 +340,7 @@ class _Job:
             "valid_for_aggregation": valid, "baseline_mean": base_mean, "deployed_mean": dep_mean,
             "delta_pp": delta, "fallback_reason": selection["fallback_reason"],
             "selected_candidate": selection["selected_candidate"],
-            "usage": {"baseline": _usage_totals(list(base.records)), "deployed": _usage_totals(list(dep.records))},
+            "usage": {"baseline": rollout_usage_totals(list(base.records)), "deployed": rollout_usage_totals(list(dep.records))},
             "failure_counts": counts, "search_budget_charged": 0,
         }
         write_sealed(self.out / "test.json", test_body)
@@ -402,17 +402,6 @@ def _elapsed(out: Path) -> float | None:
         return float(read_json(path)["elapsed_seconds"])
     except (ArtifactError, KeyError, TypeError, ValueError):
         return None
-
-
-def _usage_totals(records: list[RolloutRecord]) -> dict[str, Any]:
-    def total(field: str) -> int | None:
-        values = [getattr(r.usage, field) for r in records]
-        known = [v for v in values if v is not None]
-        return sum(known) if known else None
-
-    return {"rollouts": len(records), "model_calls": sum(r.usage.n_llm_calls for r in records),
-            "tool_calls": sum(r.usage.n_tool_calls for r in records), "prompt_tokens": total("prompt_tokens"),
-            "completion_tokens": total("completion_tokens"), "total_tokens": total("total_tokens")}
 
 
 def summary_line(result: dict[str, Any]) -> dict[str, Any]:

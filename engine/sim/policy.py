@@ -47,14 +47,15 @@ from typing import Any, Iterable, Mapping, Sequence
 from core.canonical import canonical_json, sha256_hex
 from core.models import Row
 from core.simulation import FailureMode, SimReply, SimulatedBenchmark
+from core.vocabulary import SIMULATED_REFLECTION_MODEL_ID, SIMULATED_TASK_MODEL_ID
 from engine.sim.faults import request_key
 from engine.sim.judge import SimJudge, judge_kind
 from engine.sim.request_text import (all_text, message_text, mode_draw, offered_tool_names, offers_tools,
                                      reply_rng, request_seed_of, system_prompt_of)
 
 CONTRACT_MARKER = "PROTECTED FINAL OUTPUT CONTRACT"
-DEFAULT_REFLECTION_MODEL = "simulated-reflection"
-DEFAULT_TASK_MODEL = "simulated-task"
+DEFAULT_REFLECTION_MODEL = SIMULATED_REFLECTION_MODEL_ID
+DEFAULT_TASK_MODEL = SIMULATED_TASK_MODEL_ID  # the id jobs send when they run simulated
 NO_MATCH_TEXT = "SIMULATED: no matching task"
 TOOL_FOLLOWUP_TEXT = "Done."
 SIMULATED_NOTE = "simulated endpoint: scores are not model scores"

@@ -29,6 +29,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from core.blobs import INLINE_CAP_BYTES, externalize
 from core.canonical import canonical_json
+from core.vocabulary import MutationType
 from engine.lifecycle import running
 from engine.store.reads import StoreReads
 from engine.store.schema import create_schema
@@ -161,8 +162,9 @@ class Store(StoreReads):
 
         return canonical_json(externalize(value, put))
 
-    def _mutation(self, conn: sqlite3.Connection, mutation_type: str, target_type: str, target_id: str,
-                  actor: str, old: Any, new: Any, reason: str | None, at: str | None = None) -> int:
+    def op_mutation(self, conn: sqlite3.Connection, mutation_type: str, target_type: str, target_id: str, *,
+                    actor: str, new: dict[str, Any] | None, old: dict[str, Any] | None = None,
+                    reason: str | None = None, at: str | None = None) -> int:
         # `at`: the timestamp of the row change this mutation records, so a replay reproduces created_at/updated_at
         seq = self._mutation_seq  # one writer: the next sequence lives in memory (reloaded after a rollback)
         self._mutation_seq += 1
@@ -204,9 +206,10 @@ class Store(StoreReads):
             " level, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
             (node_id, self.run_id, parent_id, instance_key, task_key, status, worker_key, level, now, now),
         )
-        self._mutation(conn, "node.added", "node", node_id, actor, None,
-                       {"parent_id": parent_id, "instance_key": instance_key, "task_key": task_key,
-                        "status": status, "assigned_worker_key": worker_key, "level": level}, reason, now)
+        self.op_mutation(conn, MutationType.NODE_ADDED, "node", node_id, actor=actor,
+                         new={"parent_id": parent_id, "instance_key": instance_key, "task_key": task_key,
+                              "status": status, "assigned_worker_key": worker_key, "level": level},
+                         reason=reason, at=now)
         return True
 
     def op_status(self, conn: sqlite3.Connection, node_id: str, status: str, *, actor: str,
@@ -216,8 +219,8 @@ class Store(StoreReads):
             raise KeyError(f"unknown node {node_id}")
         now = utc_now()
         conn.execute("UPDATE nodes SET status=?, updated_at=? WHERE node_id=?", (status, now, node_id))
-        self._mutation(conn, "node.status_changed", "node", node_id, actor, {"status": row[0]},
-                       {"status": status, **(extra or {})}, reason, now)
+        self.op_mutation(conn, MutationType.NODE_STATUS_CHANGED, "node", node_id, actor=actor,
+                         old={"status": row[0]}, new={"status": status, **(extra or {})}, reason=reason, at=now)
 
     def op_edge(self, conn: sqlite3.Connection, source: str, target: str, *, actor: str,
                 status: str = "satisfied") -> bool:
@@ -227,8 +230,8 @@ class Store(StoreReads):
         now = utc_now()
         conn.execute("INSERT INTO edges(source_node_id, target_node_id, run_id, status, created_at, updated_at)"
                      " VALUES (?,?,?,?,?,?)", (source, target, self.run_id, status, now, now))
-        self._mutation(conn, "edge.added", "edge", f"{source}->{target}", actor, None,
-                       {"source_node_id": source, "target_node_id": target, "status": status}, None, now)
+        self.op_mutation(conn, MutationType.EDGE_ADDED, "edge", f"{source}->{target}", actor=actor,
+                         new={"source_node_id": source, "target_node_id": target, "status": status}, at=now)
         return True
 
     def op_annotation(self, conn: sqlite3.Connection, target_type: str, target_id: str, namespace: str,
@@ -240,8 +243,8 @@ class Store(StoreReads):
         conn.execute("INSERT INTO annotations(target_type, target_id, namespace, sequence, payload, created_at,"
                      " run_id) VALUES (?,?,?,?,?,?,?)",
                      (target_type, target_id, namespace, seq, self._json(conn, payload), now, self.run_id))
-        self._mutation(conn, "annotation.set", target_type, target_id, actor, None,
-                       {"namespace": namespace, "sequence": seq, "payload": payload}, None, now)
+        self.op_mutation(conn, MutationType.ANNOTATION_SET, target_type, target_id, actor=actor,
+                         new={"namespace": namespace, "sequence": seq, "payload": payload}, at=now)
         return seq
 
     def op_rollout(self, conn: sqlite3.Connection, *, rollout_key: str, node_id: str, evaluation_id: str | None,
@@ -253,6 +256,7 @@ class Store(StoreReads):
 
     # ----------------------------------------------------------------- async conveniences (one op each)
     async def record_event(self, **kw: Any) -> str:
+        """Test and tooling convenience; the engine writes events only through engine.recorder."""
         return await self.write(lambda conn: self.op_event(conn, **kw))
 
     async def add_node(self, **kw: Any) -> bool:
@@ -271,8 +275,8 @@ class Store(StoreReads):
 
     async def mutate(self, mutation_type: str, target_type: str, target_id: str, *, actor: str,
                      new: dict[str, Any], old: dict[str, Any] | None = None, reason: str | None = None) -> int:
-        return await self.write(lambda conn: self._mutation(conn, mutation_type, target_type, target_id, actor,
-                                                            old, new, reason))
+        return await self.write(lambda conn: self.op_mutation(conn, mutation_type, target_type, target_id,
+                                                              actor=actor, old=old, new=new, reason=reason))
 
     async def externalize(self, values: list[Any]) -> list[Any]:
         """`values` with every part over the inline cap replaced by a `$blob` reference into this store (content

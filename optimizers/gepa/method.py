@@ -26,11 +26,12 @@ from core.errors import ContractError, InfrastructureError
 from core.models import PromptBundle, RolloutRecord, Row
 from core.optimizer import CurvePoint, OptimizerResult, OptimizerRunner, ReflectionModel
 from core.seeds import method_rng_seed
+from core.vocabulary import StopReason
 from optimizers.gepa.pareto import Candidate, find_merge, merge_subsample, select_parent
 from optimizers.reflective_dataset import last_fenced_block, mutation_prompt, reflective_examples
 
-STOP_BUDGET = "rollout_budget_spent"
-STOP_PLATEAU = "full_eval_plateau"
+STOP_BUDGET = StopReason.ROLLOUT_BUDGET_SPENT
+STOP_PLATEAU = StopReason.FULL_EVAL_PLATEAU
 
 
 class EpochShuffledSampler:

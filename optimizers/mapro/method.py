@@ -31,15 +31,16 @@ from core.errors import ContractError, InfrastructureError
 from core.models import PromptBundle, RolloutRecord, Row
 from core.optimizer import CurvePoint, ModelClient, OptimizerResult, OptimizerRunner
 from core.seeds import method_rng_seed
+from core.vocabulary import StopReason
 from optimizers.mapro.map_solver import map_assignment
 from optimizers.mapro.potentials import Potentials, gather
 from optimizers.mapro.prompts import INIT_TOKENS, MUTATION_TEMPERATURE, MUTATION_TOKENS, rewrite_prompt
 from optimizers.mapro.roles import role_graph, worst
 from optimizers.reflective_dataset import last_fenced_block
 
-STOP_BUDGET = "rollout_budget_spent"
-STOP_ROUNDS = "max_rounds"
-STOP_PATIENCE = "patience"
+STOP_BUDGET = StopReason.ROLLOUT_BUDGET_SPENT
+STOP_ROUNDS = StopReason.MAX_ROUNDS
+STOP_PATIENCE = StopReason.PATIENCE
 
 
 class Mapro:

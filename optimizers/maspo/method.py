@@ -28,6 +28,7 @@ from core.errors import ContractError, InfrastructureError
 from core.models import PromptBundle, RolloutRecord, Row
 from core.optimizer import CurvePoint, ModelClient, OptimizerResult, OptimizerRunner
 from core.seeds import method_rng_seed
+from core.vocabulary import StopReason
 from optimizers.mapro.potentials import gather
 from optimizers.mapro.roles import role_graph
 from optimizers.maspo.credit import Credit
@@ -35,8 +36,8 @@ from optimizers.maspo.prompts import PROPOSAL_TEMPERATURE, Trace, proposal_promp
 from optimizers.maspo.reward import Reward
 from optimizers.reflective_dataset import last_fenced_block, task_text
 
-STOP_BUDGET = "budget"
-STOP_DEPTH = "maximum_search_depth"
+STOP_BUDGET = StopReason.BUDGET
+STOP_DEPTH = StopReason.MAXIMUM_SEARCH_DEPTH
 
 
 class _Stop(Exception):

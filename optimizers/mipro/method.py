@@ -24,12 +24,13 @@ from core.errors import ContractError, InfrastructureError
 from core.models import PromptBundle, Row
 from core.optimizer import CurvePoint, OptimizerResult, OptimizerRunner, ReflectionModel
 from core.seeds import method_rng_seed
+from core.vocabulary import StopReason
 from optimizers.mipro.prompts import TIPS, data_summary, proposal_prompt, render_role_prompt
 from optimizers.mipro.tpe import CategoricalTPE
 from optimizers.reflective_dataset import last_fenced_block, task_text
 
-STOP_BUDGET = "rollout_budget_spent"
-STOP_TRIALS = "num_trials_complete"
+STOP_BUDGET = StopReason.ROLLOUT_BUDGET_SPENT
+STOP_TRIALS = StopReason.NUM_TRIALS_COMPLETE
 
 
 class _Spent(Exception):

@@ -1,0 +1,269 @@
+"""The one path of a recorded model call: every model call the engine makes goes through `Recorder.call`.
+
+Given where the call is made (a `CallSite`: an agent turn of a rollout, or an uncharged component call such as
+reflection, a judge or a probe) and a request body, the recorder
+
+1. derives the request seed from the site (core.seeds; never a global RNG) and puts it in the body,
+2. computes the logical request key (content hash of the body as sent) and looks it up for replay: a successful
+   call already recorded under that key is answered from the store, not sent again (resume, same-seed retries),
+3. otherwise sends the body through the endpoint / outage-aware pool, retrying infrastructure errors with the
+   same seed on the one retry path (engine.retry, tenacity) up to the recorder's attempt count,
+4. records each attempt BEFORE its result is handed back, in one store operation: the call's node (with its read
+   edges), the `model_call` event (request as sent, sampling params, seed, response, usage, latency, error,
+   replay origin; large bodies go to content-addressed blobs through the store's writer) and the node's final
+   status,
+5. returns the response with its usage (`Usage.of_call`).
+
+Agent turns use one attempt (a failed turn fails the rollout attempt, which the runner retries as a whole with the
+same seed); component calls use 1 + MAX_INFRA_RETRIES. A framework runtime's gateway builds an `AgentTurn` from the
+(rollout, role, member, turn) of the request it intercepts and calls `Recorder.call` like the native topologies do.
+Tool events of an agent turn are recorded here too (`record_tool_event`), so one execution's events share one
+sequence; tests/test_layering.py checks that no other module writes events.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import anyio
+
+from core.canonical import content_hash, sha256_hex
+from core.errors import InfrastructureError
+from core.models import Usage
+from core.seeds import call_seed, request_seed
+from core.vocabulary import Actor, EventType, NodeFailureKind, NodeStatus
+from engine.retry import RetryPolicy, retrying
+from engine.store import Store, utc_now
+
+
+class ChatEndpoint(Protocol):
+    @property
+    def model_id(self) -> str: ...
+
+    async def chat(self, body: dict[str, Any]) -> tuple[dict[str, Any], float]: ...
+
+
+@dataclass(frozen=True)
+class CallNode:
+    """The card node a recorded call becomes."""
+
+    node_id: str
+    parent_id: str
+    instance_key: str
+    task_key: str
+    worker_key: str
+    level: int
+    actor: str
+
+
+class CallSite(Protocol):
+    """Where a model call is made: it derives the seed, names the node and adds its own payload fields."""
+
+    @property
+    def reads(self) -> tuple[str, ...]: ...  # node ids whose output this call read (edges into its node)
+
+    def seed(self, body: dict[str, Any]) -> int: ...
+
+    def node(self, execution_id: str, request_key: str) -> CallNode: ...
+
+    def payload(self, execution_id: str, body: dict[str, Any], response: dict[str, Any] | None) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class AgentTurn:
+    """Call number `turn` of agent `role.member` inside one rollout attempt (seed: core.seeds.call_seed)."""
+
+    rollout_node: str
+    rollout_seed: int
+    role: str
+    member: int
+    turn: int
+    reads: tuple[str, ...] = ()
+
+    @property
+    def worker(self) -> str:
+        return f"{self.role}.{self.member}"
+
+    def seed(self, body: dict[str, Any]) -> int:
+        return call_seed(self.rollout_seed, self.role, self.member, self.turn)
+
+    def node(self, execution_id: str, request_key: str) -> CallNode:
+        return CallNode(node_id=f"{execution_id}/{self.worker}/t{self.turn}", parent_id=self.rollout_node,
+                        instance_key=f"{self.worker}/t{self.turn}", task_key=self.role, worker_key=self.worker,
+                        level=2, actor=Actor.AGENT)
+
+    def payload(self, execution_id: str, body: dict[str, Any], response: dict[str, Any] | None) -> dict[str, Any]:
+        return {"role": self.role, "member": self.member, "turn": self.turn, "attempt_execution": execution_id}
+
+
+def prompt_text(messages: list[dict[str, Any]]) -> str:
+    """What a component call's seed hashes: the one user message's text, else the hash of all messages."""
+    return str(messages[0]["content"]) if len(messages) == 1 else content_hash(messages)
+
+
+@dataclass(frozen=True)
+class ComponentCall:
+    """An uncharged call of a method (reflection / judge / probe, protocol-v1 s. 7, 8.3, 8.4). Seed (s. 5.5):
+    request_seed(optimizer_seed, cell_id, component, key, sha256(prompt), purpose, 0)."""
+
+    run_node: str
+    component: str
+    purpose: str
+    key: str
+    optimizer_seed: int
+    cell_id: str
+    reads: tuple[str, ...] = ()
+
+    def seed(self, body: dict[str, Any]) -> int:
+        return request_seed(self.optimizer_seed, self.cell_id, self.component, self.key,
+                            sha256_hex(prompt_text(body["messages"])), self.purpose, 0)
+
+    def node(self, execution_id: str, request_key: str) -> CallNode:
+        return CallNode(node_id=f"{self.component}/{self.purpose}/{request_key[:16]}", parent_id=self.run_node,
+                        instance_key=self.key, task_key=self.component, worker_key=self.component, level=1,
+                        actor=Actor.of_component(self.component))
+
+    def payload(self, execution_id: str, body: dict[str, Any], response: dict[str, Any] | None) -> dict[str, Any]:
+        return {"component": self.component, "purpose": self.purpose, "logical_key": self.key,
+                "prompt_sha256": sha256_hex(prompt_text(body["messages"])),
+                "output_sha256": None if response is None else sha256_hex(response.get("content") or ""),
+                "finish_reason": None if response is None else response.get("finish_reason"),
+                "length_limited": response is not None and response.get("finish_reason") == "length"}
+
+
+@dataclass(frozen=True)
+class RecordedCall:
+    response: dict[str, Any]
+    node_id: str
+    usage: Usage
+    replayed_from: str | None  # the event id answered from, or None for a live call
+
+
+@dataclass(frozen=True)
+class _Attempt:
+    site: CallSite
+    body: dict[str, Any]
+    request_key: str
+    started: str
+    response: dict[str, Any] | None
+    latency: float
+    error: InfrastructureError | None
+    replayed_from: str | None
+
+
+class Recorder:
+    """Records the model calls (and tool events) of one task execution `execution_id` into `store`."""
+
+    def __init__(self, *, store: Store, endpoint: ChatEndpoint, execution_id: str, attempts: int = 1,
+                 retry: RetryPolicy = RetryPolicy(), record: bool = True):
+        self.store, self.endpoint, self.execution_id = store, endpoint, execution_id
+        self.attempts, self.retry, self.record = attempts, retry, record
+        self.usage = Usage()
+        self.live_calls = 0
+        self.replayed_calls = 0
+        self._sequence = 0
+        self._locks: dict[str, anyio.Lock] = {}
+
+    def _next_sequence(self) -> int:
+        seq = self._sequence
+        self._sequence += 1
+        return seq
+
+    async def call(self, site: CallSite, body: dict[str, Any]) -> RecordedCall:
+        """Seed, replay lookup, send with retries, record; the response once it is durable in the store."""
+        body = {**body, "model": body.get("model") or self.endpoint.model_id, "seed": site.seed(body)}
+        request_key = content_hash(body)
+        lock = self._locks.setdefault(request_key, anyio.Lock())
+        try:
+            async with lock:  # identical concurrent requests: one is sent, the others replay it
+                return await self._call_once(site, body, request_key)
+        finally:
+            if self._locks.get(request_key) is lock and not lock.locked() and not lock.statistics().tasks_waiting:
+                self._locks.pop(request_key, None)  # bounded: only keys in flight hold a lock
+
+    async def _call_once(self, site: CallSite, body: dict[str, Any], request_key: str) -> RecordedCall:
+        started = utc_now()
+        cached = await self.store.find_call(request_key)
+        if cached is not None:
+            event_id, payload = cached
+            response = dict(payload["response"])
+            self.replayed_calls += 1
+            await self._record(_Attempt(site, body, request_key, started, response, 0.0, None, event_id))
+            return self._result(site, request_key, response, event_id)
+        response = await self._send(site, body, request_key, started)
+        self.live_calls += 1
+        return self._result(site, request_key, response, None)
+
+    async def _send(self, site: CallSite, body: dict[str, Any], request_key: str, started: str) -> dict[str, Any]:
+        response: dict[str, Any] = {}
+        async for attempt in retrying(self.retry, request_key, self.attempts, InfrastructureError):
+            with attempt:
+                t0 = time.perf_counter()
+                try:
+                    response, latency = await self.endpoint.chat(body)
+                except InfrastructureError as exc:
+                    await self._record(_Attempt(site, body, request_key, started, None, time.perf_counter() - t0,
+                                                exc, None))
+                    started = utc_now()
+                    raise
+                await self._record(_Attempt(site, body, request_key, started, response, latency, None, None))
+        return response
+
+    def _result(self, site: CallSite, request_key: str, response: dict[str, Any],
+                replayed_from: str | None) -> RecordedCall:
+        usage = Usage.of_call(response.get("usage"))
+        self.usage = self.usage + usage
+        return RecordedCall(response=response, node_id=site.node(self.execution_id, request_key).node_id,
+                            usage=usage, replayed_from=replayed_from)
+
+    async def _record(self, a: _Attempt) -> None:
+        """One store operation: the call's node, its read edges, the model_call event and the final status."""
+        if not self.record:
+            return
+        node = a.site.node(self.execution_id, a.request_key)
+        error = a.error
+        payload = {
+            **a.site.payload(self.execution_id, a.body, a.response),
+            "request": {"messages": a.body["messages"], "tools": a.body.get("tools")},
+            "params": {k: v for k, v in a.body.items() if k not in ("messages", "tools")},
+            "seed": a.body["seed"], "request_key": a.request_key,
+            "response": a.response, "latency_seconds": round(a.latency, 6),
+            "error": None if error is None else {"kind": error.kind, "type": type(error).__name__,
+                                                 "message": str(error), "status_code": error.status_code},
+            "replayed_from": a.replayed_from,
+        }
+        sequence = self._next_sequence()
+        completed = utc_now()
+        store = self.store
+
+        def op(conn: Any) -> None:
+            store.op_node(conn, node_id=node.node_id, parent_id=node.parent_id, instance_key=node.instance_key,
+                          task_key=node.task_key, status=NodeStatus.RUNNING, worker_key=node.worker_key,
+                          level=node.level, actor=node.actor)
+            for source in a.site.reads:
+                store.op_edge(conn, source, node.node_id, actor=node.actor)
+            store.op_event(conn, execution_id=self.execution_id, node_id=node.node_id, worker_key=node.worker_key,
+                           sequence=sequence, event_type=EventType.MODEL_CALL, turn_id=node.node_id,
+                           payload=payload, started_at=a.started, completed_at=completed,
+                           request_key=a.request_key if error is None else None, ok=error is None)
+            if error is None:
+                store.op_status(conn, node.node_id, NodeStatus.COMPLETED, actor=node.actor)
+            else:
+                store.op_status(conn, node.node_id, NodeStatus.FAILED, actor=node.actor, reason=str(error),
+                                extra={"failure": {"kind": NodeFailureKind.INFRA_ERROR, "message": str(error),
+                                                   "exception_type": type(error).__name__}})
+
+        await store.write(op)
+
+    async def record_tool_event(self, *, node_id: str, worker: str, event_type: EventType, turn_id: str | None,
+                                payload: dict[str, Any], started: str, completed: str) -> None:
+        """A tool_call / tool_result event of an agent turn, in this execution's event sequence."""
+        if not self.record:
+            return
+        sequence = self._next_sequence()
+        store = self.store
+        await store.write(lambda conn: store.op_event(
+            conn, execution_id=self.execution_id, node_id=node_id, worker_key=worker, sequence=sequence,
+            event_type=event_type, turn_id=turn_id, payload=payload, started_at=started, completed_at=completed))
