@@ -10,6 +10,7 @@ from contextlib import AsyncExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import structlog
 
 from core.benchmark import Benchmark
