@@ -58,6 +58,18 @@ def failure_counts(records: tuple[RolloutRecord, ...] | list[RolloutRecord]) -> 
     }
 
 
+def usage_totals(records: list[RolloutRecord]) -> dict[str, Any]:
+    """Model and tool calls and tokens over rollouts (a token count is None when no rollout reported it)."""
+    def total(field: str) -> int | None:
+        values = [getattr(r.usage, field) for r in records]
+        known = [v for v in values if v is not None]
+        return sum(known) if known else None
+
+    return {"rollouts": len(records), "model_calls": sum(r.usage.n_llm_calls for r in records),
+            "tool_calls": sum(r.usage.n_tool_calls for r in records), "prompt_tokens": total("prompt_tokens"),
+            "completion_tokens": total("completion_tokens"), "total_tokens": total("total_tokens")}
+
+
 class Evaluator:
     def __init__(self, *, runner: Runner, job_dir: Path, condition: dict[str, Any], evaluation_seed: int):
         self.runner = runner
