@@ -20,7 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 ARTIFACT_SCHEMA_VERSION = 1
-PROTOCOL_ID_V1 = "mas-promptbench-v1"
+Candidate = Literal["seed", "incumbent"]
 
 
 class Artifact(BaseModel):
@@ -167,7 +167,7 @@ class Selection(Artifact):
     seed_bundle: BundleJson
     incumbent_bundle: BundleJson
     deployed_bundle: BundleJson
-    selected_candidate: Literal["seed", "incumbent"]
+    selected_candidate: Candidate
     fallback_reason: str | None
     baseline_validation_score: float | None
     incumbent_validation_score: float | None
@@ -199,7 +199,7 @@ class HeldOutTest(Artifact):
     deployed_mean: float | None
     delta_pp: float | None
     fallback_reason: str | None
-    selected_candidate: Literal["seed", "incumbent"]
+    selected_candidate: Candidate
     usage: ArmUsage
     failure_counts: ArmCounts
     search_budget_charged: int

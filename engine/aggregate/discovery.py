@@ -146,6 +146,8 @@ def parse_result(data: Any, path: str, learning_curve: str | None = None) -> Job
         result = ResultArtifact.model_validate(data)
     except ValidationError as exc:
         raise MalformedResult(_reason(exc)) from None
+    if result.protocol_id != PROTOCOL_ID:
+        raise MalformedResult(f"protocol_id is {result.protocol_id!r}, expected {PROTOCOL_ID!r}")
     ids, baseline, deployed = _paired_test(result.test)
     optimization, selection = result.optimization, result.selection
     counts = result.test.failure_counts

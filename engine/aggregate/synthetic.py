@@ -16,6 +16,7 @@ from core.artifacts import (
     ArmCounts,
     BudgetSnapshot,
     CellFields,
+    FailureCounts,
     GridCell,
     JobResult,
     ResultHeldOut,
@@ -124,7 +125,7 @@ def synthetic_result(
     cell = CellFields(**{k: grid[k] for k in ("task", "topology", "framework", "communication", "team_size",
                                                "task_model")})
     result = JobResult(
-        schema_="mas-promptbench-job-result/v1", status="completed", protocol_id="mas-promptbench-v1",
+        schema="mas-promptbench-job-result/v1", status="completed", protocol_id="mas-promptbench-v1",
         protocol_conformant=conformant, cell=cell, cell_id=f"synthetic-{rng.getrandbits(48):012x}",
         method=grid["method"], optimizer_seed=seed, grid_cell=GridCell(**grid),
         registry_key=registry or registry_key(grid["topology"], grid["framework"], grid["communication"],
@@ -141,10 +142,12 @@ def synthetic_result(
             fallback_reason="validation_tie" if fallback else None, baseline_validation_score=0.5,
             incumbent_validation_score=0.5 if fallback else 0.56, validation_delta=0.0 if fallback else 0.06),
         test=ResultHeldOut(
-            example_ids=ids, baseline_scores=baseline, deployed_scores=deployed, valid_for_aggregation=valid,
+            example_ids=ids, baseline_scores=[float(b) for b in baseline],
+            deployed_scores=[float(d) for d in deployed], valid_for_aggregation=valid,
             baseline_mean=base_mean, deployed_mean=dep_mean,
             delta_pp=100.0 * (dep_mean - base_mean) if valid else None,
-            **({"failure_counts": ArmCounts(**counts)} if failure_counts else {})))
+            **({"failure_counts": ArmCounts(baseline=FailureCounts(**counts["baseline"]),
+                                            deployed=FailureCounts(**counts["deployed"]))} if failure_counts else {})))
     return result.to_json()
 
 

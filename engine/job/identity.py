@@ -66,11 +66,12 @@ def build_identity(cfg: JobConfig, seed_bundle: PromptBundle, split_sha256: str,
     elif cfg.task_model_id != TASK_MODELS[c.task_model]:
         reasons.append("task_model_id_not_canonical")
     return JobIdentity(
-        schema_="mas-promptbench-job/v1", protocol_id=PROTOCOL_ID, protocol_hash=PROTOCOL_HASH,
+        schema="mas-promptbench-job/v1", protocol_id=PROTOCOL_ID, protocol_hash=PROTOCOL_HASH,
         cell=CellFields(**c.model_dump()), cell_id=cid, method=cfg.method, optimizer_seed=cfg.seed,
         budget=cfg.budget, source_tables=tables, in_grid=bool(tables), protocol_conformant=not reasons,
         nonconformance_reasons=reasons, registry_key=registry_key(c),
-        runtime_implementation_id=RUNTIME_IMPLEMENTATION_ID, scorer_id=scorer_id, seed_bundle=BundleJson(**seed_bundle.to_json()), condition=cond,
+        runtime_implementation_id=RUNTIME_IMPLEMENTATION_ID, scorer_id=scorer_id,
+        seed_bundle=BundleJson(**seed_bundle.to_json()), condition=cond,
         condition_id=content_hash(cond), split_sha256=split_sha256, split_sizes=split_sizes,
         task_model_id=cfg.task_model_id, reflection_model=cfg.reflection_model,
         endpoint_kind="simulated" if cfg.simulated else "openai-compatible")

@@ -4,6 +4,7 @@ selection.json), paired per example; test.json is sealed and result.json, what a
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from core.artifacts import (
     ArmCounts,
@@ -22,6 +23,9 @@ from core.artifacts import (
 from core.errors import ArtifactError
 from core.models import PromptBundle
 from core.protocol import PROTOCOL_ID
+
+RESULT_PROTOCOL: Literal["mas-promptbench-v1"] = "mas-promptbench-v1"
+assert RESULT_PROTOCOL == PROTOCOL_ID, "core.artifacts.JobResult names the protocol this engine implements"
 from engine.job.artifacts import Sealed, read_json, write_artifact, write_json_atomic
 from engine.job.context import JobContext
 from engine.job.evaluation import failure_counts, usage_totals
@@ -42,7 +46,7 @@ async def held_out_test(ctx: JobContext, optimization: Sealed[Optimization], sel
     counts = ArmCounts(baseline=FailureCounts(**failure_counts(base.records)),
                        deployed=FailureCounts(**failure_counts(dep.records)))
     test = HeldOutTest(
-        schema_="mas-promptbench-test/v1", selection_id=selected.selection_id,
+        schema="mas-promptbench-test/v1", selection_id=selected.selection_id,
         condition_id=ctx.identity.condition_id, evaluation_seed=ctx.cfg.seed,
         baseline_evaluation_id=base.evaluation_id, deployed_evaluation_id=dep.evaluation_id,
         example_ids=base.example_ids, baseline_scores=base.scores, deployed_scores=dep.scores,
@@ -67,7 +71,7 @@ def job_result(ctx: JobContext, optimization: Optimization, selection: Selection
     """result.json: the job's identity, the phases' outcomes and the paired test scores."""
     ident = ctx.identity
     return JobResult(
-        schema_="mas-promptbench-job-result/v1", status="completed", protocol_id=PROTOCOL_ID,
+        schema="mas-promptbench-job-result/v1", status="completed", protocol_id=RESULT_PROTOCOL,
         protocol_conformant=ident.protocol_conformant, nonconformance_reasons=ident.nonconformance_reasons,
         cell=ident.cell, cell_id=ident.cell_id, method=ctx.cfg.method, optimizer_seed=ctx.cfg.seed,
         grid_cell=GridCell(method=ctx.cfg.method, **ident.cell.to_json()), registry_key=ident.registry_key,

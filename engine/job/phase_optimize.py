@@ -104,7 +104,7 @@ def _envelope(ctx: JobContext, facade: LedgerRunner, result: OptimizerResult, sn
     components = {name: client for name, client in ctx.clients.items() if name != "reflection" and client.bound}
     usage = {"task": usage_totals(records), **component_usage(result.reflection_usage, components)}
     return Optimization(
-        schema_="mas-promptbench-optimization/v1", protocol_id=PROTOCOL_ID, method=ctx.cfg.method,
+        schema="mas-promptbench-optimization/v1", protocol_id=PROTOCOL_ID, method=ctx.cfg.method,
         cell=ctx.identity.cell, cell_id=ctx.cell_id, **failure,
         seed_bundle=bundle_json(ctx.seed_bundle), training_ids=[r.id for r in train],
         validation_ids=[r.id for r in validation], incumbent_bundle=bundle_json(result.incumbent),

@@ -3,7 +3,9 @@ selection.json. Test rows unseal only after it verifies. Resumes from a sealed s
 
 from __future__ import annotations
 
-from core.artifacts import FailureCounts, Optimization, Selection, ValidationCounts
+from typing import cast
+
+from core.artifacts import Candidate, FailureCounts, Optimization, Selection, ValidationCounts
 from core.canonical import content_hash
 from core.errors import ArtifactError
 from core.models import PromptBundle
@@ -61,10 +63,10 @@ def _selection(ctx: JobContext, optimization: Sealed[Optimization], incumbent: P
                inc_eval: Evaluation | None, ordered_ids: list[str]) -> Selection:
     """The sealed body; selection_id is the content hash of every other field."""
     body = Selection(
-        schema_="mas-promptbench-locked-selection/v1", protocol_id=PROTOCOL_ID, cell=ctx.identity.cell,
+        schema="mas-promptbench-locked-selection/v1", protocol_id=PROTOCOL_ID, cell=ctx.identity.cell,
         condition_id=ctx.identity.condition_id, optimization_envelope_sha256=optimization.sha256,
         seed_bundle=bundle_json(ctx.seed_bundle), incumbent_bundle=bundle_json(incumbent),
-        deployed_bundle=bundle_json(deployed), selected_candidate=decision.selected_candidate,
+        deployed_bundle=bundle_json(deployed), selected_candidate=cast(Candidate, decision.selected_candidate),
         fallback_reason=decision.fallback_reason, baseline_validation_score=decision.baseline_score,
         incumbent_validation_score=decision.incumbent_score, validation_delta=decision.validation_delta,
         baseline_validation_id=base_eval.evaluation_id,
