@@ -15,7 +15,7 @@ from typing import Any
 import anyio
 import structlog
 
-from core.artifacts import JobIdentity
+from core.artifacts import JobIdentity, Optimization
 from core.benchmark import Benchmark
 from core.contracts import JOB_CONTRACT_VERSION
 from core.errors import UsageError
@@ -24,7 +24,7 @@ from core.models import PromptBundle, RolloutRecord
 from core.optimizer import Optimizer
 from core.protocol import REFLECTION_TIMEOUT_S
 from engine.chat.endpoint import EndpointPool
-from engine.job.artifacts import read_artifact, read_sealed
+from engine.job.artifacts import read_artifact
 from engine.job.benchmark_setup import configure_benchmark, tool_environment
 from engine.job.config import DEFAULT_REFLECTION_URL, JobConfig
 from engine.job.context import JobContext
@@ -257,7 +257,7 @@ async def _cancel_interrupted(store: Store, run_node: str, why: str | None = Non
 def _optimization_completed(out: Path) -> bool:
     """Optimization is sealed as completed: its reflection endpoint is no longer needed (nor checked)."""
     path = out / "optimization.json"
-    return path.exists() and read_sealed(path).get("status") == "completed"
+    return path.exists() and read_artifact(path, Optimization).artifact.status == "completed"
 
 
 def summary_line(result: dict[str, Any]) -> dict[str, Any]:
