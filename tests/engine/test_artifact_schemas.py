@@ -17,6 +17,7 @@ from core.artifacts import ARTIFACTS, SEALED, JobIdentity, Optimization
 from core.canonical import canonical_json, seal
 from core.errors import ArtifactError, JobIdentityError
 from engine.aggregate.synthetic import grid_cells, synthetic_result
+from engine.cards.export import export_card
 from engine.job.artifacts import parse_artifact, read_artifact, write_sealed
 from engine.job.schemas import SCHEMA_DIR, artifact_schema, schema_file
 from tests.conftest import start_sim
@@ -144,3 +145,22 @@ def test_a_job_json_of_another_schema_version_is_refused(tmp_path):
             run(tmp_path / "job", server.base_url, bench=bench)
     finally:
         server.stop()
+
+
+def test_card_export_validates_the_job_artifacts_it_carries(tmp_path):
+    """The exporter reads job.json and result.json through their models: a result.json with a field no model
+    declares is refused naming it, before any card file is written."""
+    bench = FakeBench(n_train=4, n_validation=6, n_test=6)
+    server = start_sim(bench)
+    try:
+        run(tmp_path / "job", server.base_url, bench=bench)
+    finally:
+        server.stop()
+    assert export_card(tmp_path / "job", tmp_path / "card").files and (tmp_path / "card").is_dir()
+    path = tmp_path / "job" / "result.json"
+    data = json.loads(path.read_text())
+    data["test"]["extra_score"] = 1.0
+    path.write_text(json.dumps(data))
+    with pytest.raises(ArtifactError, match=r"result\.json .*test\.extra_score"):
+        export_card(tmp_path / "job", tmp_path / "card2")
+    assert not (tmp_path / "card2").exists()
