@@ -1,6 +1,7 @@
 """Find and read job ``result.json`` files; every file that cannot be used is skipped with a reason, never a crash.
 
-Only structure is checked here (schema, protocol, field types, paired lengths, scores in [0, 1]). Whether the
+Only structure is checked here: the file must validate as core.artifacts.JobResult (schema, protocol, field
+types), then paired lengths and scores in [0, 1]. Whether the
 seeds of a grid cell fit together (missing or duplicate seeds, mismatched example IDs, an invalid test phase) is
 decided per cell in ``engine.aggregate.summary``.
 """
@@ -14,11 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
+from core.artifacts import GridCell, ResultHeldOut
+from core.artifacts import JobResult as ResultArtifact
+
 JOB_RESULT_SCHEMA = "mas-promptbench-job-result/v1"
 PROTOCOL_ID = "mas-promptbench-v1"
 GRID_FIELDS = ("method", "task", "topology", "framework", "communication", "team_size", "task_model")
-FAILURE_FIELDS = ("n", "usable", "success", "semantic_failures", "infrastructure_failures", "budget_exhausted",
-                  "skipped")
 LEARNING_CURVE = Path("optimization") / "learning_curve.jsonl"
 
 GridKey = tuple[str, str, str, str, str, int, str]
@@ -90,148 +94,90 @@ def display_path(path: Path, roots: Sequence[Path]) -> str:
     return (Path(path.parent.name) / path.name).as_posix()
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# Field readers: each raises MalformedResult naming the field
+def _reason(exc: ValidationError) -> str:
+    """The first schema violation, naming the field (e.g. `field test.valid_for_aggregation: Field required`)."""
+    first = exc.errors()[0]
+    where = ".".join(str(part) for part in first["loc"]) or "(top level)"
+    got = "" if first["type"] == "missing" else f" (got {first['input']!r:.80})"
+    return f"field {where}: {first['msg']}{got}"
 
 
-def _section(data: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    value = data.get(key)
-    if not isinstance(value, Mapping):
-        raise MalformedResult(f"missing or non-object field {key!r}")
-    return value
-
-
-def _optional_str(data: Mapping[str, Any], key: str, where: str) -> str | None:
-    value = data.get(key)
-    if value is not None and not isinstance(value, str):
-        raise MalformedResult(f"field {where}.{key} is not a string")
-    return value
-
-
-def _optional_number(data: Mapping[str, Any], key: str, where: str) -> float | None:
-    value = data.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise MalformedResult(f"field {where}.{key} is not a finite number")
-    return float(value)
-
-
-def _int(value: Any, where: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise MalformedResult(f"field {where} is not an integer")
-    return value
-
-
-def _grid(data: Mapping[str, Any]) -> GridKey:
-    grid = data.get("grid_cell")
-    if not isinstance(grid, Mapping):  # older files: the cell plus the method
-        cell = _section(data, "cell")
-        grid = {**cell, "method": data.get("method")}
-    values: list[Any] = []
+def _grid(result: ResultArtifact) -> GridKey:
+    grid = result.grid_cell or GridCell(method=result.method, **result.cell.to_json())  # older files: cell + method
+    values = grid.to_json()
     for name in GRID_FIELDS:
-        value = grid.get(name)
-        if name == "team_size":
-            values.append(_int(value, f"grid_cell.{name}"))
-        elif not isinstance(value, str) or not value:
+        if name != "team_size" and not values[name]:
             raise MalformedResult(f"missing or non-string field grid_cell.{name}")
-        else:
-            values.append(value)
-    return tuple(values)  # type: ignore[return-value]
+    return tuple(values[name] for name in GRID_FIELDS)  # type: ignore[return-value]
 
 
-def _scores(test: Mapping[str, Any], key: str, n: int) -> tuple[float, ...]:
-    scores = test.get(key)
-    if not isinstance(scores, list):
+def _scores(scores: list[float] | None, key: str, n: int) -> tuple[float, ...]:
+    if scores is None:
         raise MalformedResult(f"missing or non-list field test.{key}")
     if len(scores) != n:
         raise MalformedResult(f"test.{key} has {len(scores)} scores for {n} example ids")
-    out = []
     for score in scores:
-        if isinstance(score, bool) or not isinstance(score, (int, float)) or not 0.0 <= score <= 1.0:
+        if not 0.0 <= score <= 1.0 or not math.isfinite(score):
             raise MalformedResult(f"test.{key} holds a score outside [0, 1]: {score!r}")
-        out.append(float(score))
-    return tuple(out)
+    return tuple(float(score) for score in scores)
 
 
-def _failure_counts(test: Mapping[str, Any]) -> Mapping[str, Mapping[str, int]] | None:
-    counts = test.get("failure_counts")
-    if counts is None:
-        return None
-    if not isinstance(counts, Mapping):
-        raise MalformedResult("field test.failure_counts is not an object")
-    parsed: dict[str, dict[str, int]] = {}
-    for arm in ("baseline", "deployed"):
-        section = counts.get(arm)
-        if not isinstance(section, Mapping):
-            raise MalformedResult(f"field test.failure_counts.{arm} is missing or not an object")
-        parsed[arm] = {name: _int(section[name], f"test.failure_counts.{arm}.{name}")
-                       for name in FAILURE_FIELDS if name in section}
-    return parsed
+def _paired_test(test: ResultHeldOut) -> tuple[tuple[str, ...], tuple[float, ...], tuple[float, ...]]:
+    """(example ids, baseline scores, deployed scores) of a valid test phase; () for an invalid one, whose score
+    arrays may be absent or partial (reported per cell)."""
+    if not test.valid_for_aggregation:
+        return (), (), ()
+    raw_ids = test.example_ids
+    if not raw_ids or not all(raw_ids):
+        raise MalformedResult("field test.example_ids is not a non-empty list of strings")
+    if len(set(raw_ids)) != len(raw_ids):
+        duplicate = next(i for i in raw_ids if raw_ids.count(i) > 1)
+        raise MalformedResult(f"test.example_ids repeats {duplicate!r}")
+    return (tuple(raw_ids), _scores(test.baseline_scores, "baseline_scores", len(raw_ids)),
+            _scores(test.deployed_scores, "deployed_scores", len(raw_ids)))
 
 
 def parse_result(data: Any, path: str, learning_curve: str | None = None) -> JobResult:
-    """A ``JobResult`` from decoded result.json content, or ``MalformedResult`` with the reason."""
+    """A ``JobResult`` from decoded result.json content (validated against core.artifacts.JobResult, then the
+    pairing and score ranges), or ``MalformedResult`` with the reason."""
     if not isinstance(data, Mapping):
         raise MalformedResult("not a JSON object")
-    if data.get("schema") != JOB_RESULT_SCHEMA:
-        raise MalformedResult(f"schema is {data.get('schema')!r}, expected {JOB_RESULT_SCHEMA!r}")
-    if data.get("protocol_id") != PROTOCOL_ID:
-        raise MalformedResult(f"protocol_id is {data.get('protocol_id')!r}, expected {PROTOCOL_ID!r}")
-    conformant = data.get("protocol_conformant")
-    if not isinstance(conformant, bool):
-        raise MalformedResult("missing or non-boolean field protocol_conformant")
-    grid = _grid(data)
-    seed = _int(data.get("optimizer_seed"), "optimizer_seed")
-    tables = data.get("source_tables") or []
-    if not isinstance(tables, list) or not all(isinstance(t, int) and not isinstance(t, bool) for t in tables):
-        raise MalformedResult("field source_tables is not a list of integers")
-    optimization = _section(data, "optimization")
-    selection = _section(data, "selection")
-    test = _section(data, "test")
-    budget = optimization.get("budget")
-    if budget is not None and not isinstance(budget, Mapping):
-        raise MalformedResult("field optimization.budget is not an object")
-    charged = budget.get("charged") if budget else None
-    if charged is not None:
-        charged = _int(charged, "optimization.budget.charged")
-    valid = test.get("valid_for_aggregation")
-    if not isinstance(valid, bool):
-        raise MalformedResult("missing or non-boolean field test.valid_for_aggregation")
-    ids: tuple[str, ...] = ()
-    baseline: tuple[float, ...] = ()
-    deployed: tuple[float, ...] = ()
-    if valid:  # an invalid test phase is reported per cell; its score arrays may be absent or partial
-        raw_ids = test.get("example_ids")
-        if not isinstance(raw_ids, list) or not raw_ids or not all(isinstance(i, str) and i for i in raw_ids):
-            raise MalformedResult("field test.example_ids is not a non-empty list of strings")
-        if len(set(raw_ids)) != len(raw_ids):
-            duplicate = next(i for i in raw_ids if raw_ids.count(i) > 1)
-            raise MalformedResult(f"test.example_ids repeats {duplicate!r}")
-        ids = tuple(raw_ids)
-        baseline = _scores(test, "baseline_scores", len(ids))
-        deployed = _scores(test, "deployed_scores", len(ids))
+    try:
+        result = ResultArtifact.model_validate(data)
+    except ValidationError as exc:
+        raise MalformedResult(_reason(exc)) from None
+    if result.protocol_id != PROTOCOL_ID:
+        raise MalformedResult(f"protocol_id is {result.protocol_id!r}, expected {PROTOCOL_ID!r}")
+    ids, baseline, deployed = _paired_test(result.test)
+    optimization, selection = result.optimization, result.selection
+    counts = result.test.failure_counts
     return JobResult(
         path=path,
-        grid=grid,
-        registry_key=_optional_str(data, "registry_key", "result"),
-        source_tables=tuple(tables),
-        seed=seed,
-        protocol_conformant=conformant,
-        selected_candidate=_optional_str(selection, "selected_candidate", "selection"),
-        fallback_reason=_optional_str(selection, "fallback_reason", "selection"),
-        baseline_validation_score=_optional_number(selection, "baseline_validation_score", "selection"),
-        incumbent_validation_score=_optional_number(selection, "incumbent_validation_score", "selection"),
-        charged_rollouts=charged,
-        stop_reason=_optional_str(optimization, "stop_reason", "optimization"),
-        optimization_status=_optional_str(optimization, "status", "optimization"),
-        valid_for_aggregation=valid,
+        grid=_grid(result),
+        registry_key=result.registry_key,
+        source_tables=tuple(result.source_tables or ()),
+        seed=result.optimizer_seed,
+        protocol_conformant=result.protocol_conformant,
+        selected_candidate=selection.selected_candidate,
+        fallback_reason=selection.fallback_reason,
+        baseline_validation_score=_finite(selection.baseline_validation_score, "baseline_validation_score"),
+        incumbent_validation_score=_finite(selection.incumbent_validation_score, "incumbent_validation_score"),
+        charged_rollouts=optimization.budget.charged if optimization.budget else None,
+        stop_reason=optimization.stop_reason,
+        optimization_status=optimization.status,
+        valid_for_aggregation=result.test.valid_for_aggregation,
         example_ids=ids,
         baseline_scores=baseline,
         deployed_scores=deployed,
-        failure_counts=_failure_counts(test),
+        failure_counts=counts.to_json() if counts else None,
         learning_curve=learning_curve,
     )
+
+
+def _finite(value: float | None, name: str) -> float | None:
+    if value is not None and not math.isfinite(value):
+        raise MalformedResult(f"field selection.{name} is not a finite number")
+    return value
 
 
 def load_results(

@@ -1,4 +1,4 @@
-"""Synthetic job results shaped like ``mas-promptbench-job-result/v1`` (for tests, the bench and demos).
+"""Synthetic job results, built as core.artifacts.JobResult (for tests, the bench and demos).
 
 ``grid_cells()`` enumerates the 612 conformant v1 grid configurations of protocol 4 (1,836 jobs over seeds);
 ``synthetic_result`` builds one seed's result.json content with random paired 0/1 test scores;
@@ -11,6 +11,18 @@ import json
 import random
 from pathlib import Path
 from typing import Any
+
+from core.artifacts import (
+    ArmCounts,
+    BudgetSnapshot,
+    CellFields,
+    FailureCounts,
+    GridCell,
+    JobResult,
+    ResultHeldOut,
+    ResultOptimization,
+    ResultSelection,
+)
 
 PRIMARY = ("gepa", "mipro", "mapro", "maspo")
 EXTRA = ("hivemind", "mamut_gepa", "maspob", "tavo")
@@ -110,34 +122,33 @@ def synthetic_result(
               "budget_exhausted": 0, "skipped": 0}
         for arm, scores in (("baseline", baseline), ("deployed", deployed))
     }
-    return {
-        "schema": "mas-promptbench-job-result/v1",
-        "status": "completed",
-        "protocol_id": "mas-promptbench-v1",
-        "protocol_conformant": conformant,
-        "cell": {k: grid[k] for k in ("task", "topology", "framework", "communication", "team_size", "task_model")},
-        "cell_id": f"synthetic-{rng.getrandbits(48):012x}",
-        "method": grid["method"],
-        "optimizer_seed": seed,
-        "grid_cell": dict(grid),
-        "registry_key": registry or registry_key(grid["topology"], grid["framework"], grid["communication"],
-                                                 grid["team_size"]),
-        "source_tables": source_tables or [3],
-        "condition_id": "synthetic",
-        "optimization": {"status": "completed", "failure_kind": None, "stop_reason": "rollout_budget_spent",
-                         "budget": {"maximum": 600, "charged": 600, "reserved": 0, "remaining": 0,
-                                    "attempted": 600 + infra, "successful": 400, "semantic_failures": 200,
-                                    "infrastructure_failures": infra, "retries": infra},
-                         "usage": {}, "elapsed_seconds": 1.0},
-        "selection": {"selection_id": "synthetic", "selected_candidate": "seed" if fallback else "incumbent",
-                      "fallback_reason": "validation_tie" if fallback else None,
-                      "baseline_validation_score": 0.5, "incumbent_validation_score": 0.5 if fallback else 0.56,
-                      "validation_delta": 0.0 if fallback else 0.06},
-        "test": {"example_ids": ids, "baseline_scores": baseline, "deployed_scores": deployed,
-                 "valid_for_aggregation": valid, "baseline_mean": base_mean, "deployed_mean": dep_mean,
-                 "delta_pp": 100.0 * (dep_mean - base_mean) if valid else None,
-                 **({"failure_counts": counts} if failure_counts else {})},
-    }
+    cell = CellFields(**{k: grid[k] for k in ("task", "topology", "framework", "communication", "team_size",
+                                               "task_model")})
+    result = JobResult(
+        schema="mas-promptbench-job-result/v1", status="completed", protocol_id="mas-promptbench-v1",
+        protocol_conformant=conformant, cell=cell, cell_id=f"synthetic-{rng.getrandbits(48):012x}",
+        method=grid["method"], optimizer_seed=seed, grid_cell=GridCell(**grid),
+        registry_key=registry or registry_key(grid["topology"], grid["framework"], grid["communication"],
+                                              grid["team_size"]),
+        source_tables=source_tables or [3], condition_id="synthetic",
+        optimization=ResultOptimization(
+            status="completed", failure_kind=None, stop_reason="rollout_budget_spent",
+            budget=BudgetSnapshot(maximum=600, charged=600, reserved=0, remaining=0, attempted=600 + infra,
+                                  successful=400, semantic_failures=200, infrastructure_failures=infra,
+                                  retries=infra),
+            usage={}, elapsed_seconds=1.0),
+        selection=ResultSelection(
+            selection_id="synthetic", selected_candidate="seed" if fallback else "incumbent",
+            fallback_reason="validation_tie" if fallback else None, baseline_validation_score=0.5,
+            incumbent_validation_score=0.5 if fallback else 0.56, validation_delta=0.0 if fallback else 0.06),
+        test=ResultHeldOut(
+            example_ids=ids, baseline_scores=[float(b) for b in baseline],
+            deployed_scores=[float(d) for d in deployed], valid_for_aggregation=valid,
+            baseline_mean=base_mean, deployed_mean=dep_mean,
+            delta_pp=100.0 * (dep_mean - base_mean) if valid else None,
+            **({"failure_counts": ArmCounts(baseline=FailureCounts(**counts["baseline"]),
+                                            deployed=FailureCounts(**counts["deployed"]))} if failure_counts else {})))
+    return result.to_json()
 
 
 def job_dir(root: Path, result: dict[str, Any]) -> Path:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from core.artifacts import Artifact, JobIdentity, JobResult
 from core.blobs import externalize, resolve
 from core.canonical import content_hash, sha256_hex
 from core.cards.lines import encode_lines
@@ -22,6 +23,7 @@ from core.cards.model import (BUNDLES_FILE, COLUMNS, FORMAT, FORMAT_VERSION, INL
 from core.cards.redact import scrub_secrets
 from core.errors import ArtifactError, UsageError
 from engine.cards.bundle import Bundle, blob_path, stream_path
+from engine.job.artifacts import parse_artifact
 from engine.cards.bundles import read_bundles
 from engine.cards.manifest import json_bytes, set_manifest
 from engine.cards.namespaces import declare_namespaces
@@ -111,9 +113,16 @@ def _read_json(path: Path) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+def _validated(data: dict[str, Any] | None, model: type[Artifact], name: str) -> dict[str, Any] | None:
+    """A job artifact the card carries must match its model (core.artifacts); a sealed one without its sha256."""
+    if data is not None:
+        parse_artifact(model, {k: v for k, v in data.items() if k != "sha256"}, name)
+    return data
+
+
 def run_metadata(run_dir: Path, rows: dict[str, list[dict[str, Any]]], run_id: str | None) -> dict[str, Any]:
-    job = _read_json(run_dir / "job.json") or {}
-    result = _read_json(run_dir / "result.json") or {}
+    job = _validated(_read_json(run_dir / "job.json"), JobIdentity, "job.json") or {}
+    result = _validated(_read_json(run_dir / "result.json"), JobResult, "result.json") or {}
     roots = [n for n in rows["nodes"] if n["parent_id"] is None]
     root = roots[0] if roots else {}
     job_note: dict[str, Any] = next((a["payload"] for a in rows["annotations"] if a["namespace"] == "mpb.job"

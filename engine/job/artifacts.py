@@ -5,11 +5,17 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
+import pydantic
+
+from core.artifacts import Artifact
 from core.canonical import seal, verify_seal
 from core.errors import ArtifactError
+
+A = TypeVar("A", bound=Artifact)
 
 
 def write_json_atomic(path: Path, value: Any) -> None:
@@ -65,3 +71,34 @@ def read_sealed(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict) or not verify_seal(data):
         raise ArtifactError(f"sealed artifact {path.name} failed its sha256 check (tampered or torn)")
     return data
+
+
+@dataclass(frozen=True)
+class Sealed(Generic[A]):
+    """A sealed artifact as a phase returns it: the typed payload and the sha256 it was sealed with."""
+
+    artifact: A
+    sha256: str
+
+
+def parse_artifact(model: type[A], data: Any, name: str) -> A:
+    """`data` (decoded JSON, without its seal) as `model`; ArtifactError naming the first bad field otherwise."""
+    try:
+        return model.model_validate(data)
+    except pydantic.ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "(top level)"
+        raise ArtifactError(f"artifact {name} does not match its schema at {where}: {first['msg']}") from None
+
+
+def write_artifact(path: Path, artifact: A) -> Sealed[A]:
+    """Seal and write atomically; the file holds exactly `artifact.to_json()` plus its sha256."""
+    sealed = write_sealed(path, artifact.to_json())
+    return Sealed(artifact, sealed["sha256"])
+
+
+def read_artifact(path: Path, model: type[A]) -> Sealed[A]:
+    """A sealed artifact whose sha256 verifies, validated against its model."""
+    data = read_sealed(path)
+    body = {k: v for k, v in data.items() if k != "sha256"}
+    return Sealed(parse_artifact(model, body, path.name), data["sha256"])

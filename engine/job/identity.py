@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from core.artifacts import BundleJson, CellFields, JobIdentity
 from core.canonical import content_hash
 from core.cell import grid_tables, registry_key
 from core.contracts import JOB_CONTRACT_VERSION
@@ -20,7 +21,7 @@ from core.protocol import (
     cell_id,
     condition,
 )
-from engine.job.artifacts import read_json, write_sealed
+from engine.job.artifacts import Sealed, read_json, write_artifact
 from engine.job.config import JobConfig
 from engine.store.check import check_store_file
 from optimizers.registry import METHODS
@@ -38,8 +39,7 @@ def claimed_tables(cfg: JobConfig) -> list[int]:
 
 
 def build_identity(cfg: JobConfig, seed_bundle: PromptBundle, split_sha256: str, split_sizes: dict[str, int],
-                   scorer_id: str, tool_environment: dict[str, Any] | None = None) -> dict[str, Any]:
-
+                   scorer_id: str, tool_environment: dict[str, Any] | None = None) -> JobIdentity:
     c = cfg.cell
     cid = cell_id(method=cfg.method, task=c.task, topology=c.topology, framework=c.framework,
                   communication=c.communication, team_size=c.team_size, task_model=c.task_model,
@@ -65,35 +65,21 @@ def build_identity(cfg: JobConfig, seed_bundle: PromptBundle, split_sha256: str,
         reasons.append("simulated_endpoint")
     elif cfg.task_model_id != TASK_MODELS[c.task_model]:
         reasons.append("task_model_id_not_canonical")
-    return {
-        "schema": "mas-promptbench-job/v1",
-        "protocol_id": PROTOCOL_ID,
-        "protocol_hash": PROTOCOL_HASH,
-        "cell": c.model_dump(),
-        "cell_id": cid,
-        "method": cfg.method,
-        "optimizer_seed": cfg.seed,
-        "budget": cfg.budget,
-        "source_tables": tables,
-        "in_grid": bool(tables),
-        "protocol_conformant": not reasons,
-        "nonconformance_reasons": reasons,
-        "registry_key": registry_key(c),
-        "runtime_implementation_id": RUNTIME_IMPLEMENTATION_ID,
-        "scorer_id": scorer_id,
-        "seed_bundle": seed_bundle.to_json(),
-        "condition": cond,
-        "condition_id": content_hash(cond),
-        "split_sha256": split_sha256,
-        "split_sizes": split_sizes,
-        "task_model_id": cfg.task_model_id,
-        "reflection_model": cfg.reflection_model,
-        "endpoint_kind": "simulated" if cfg.simulated else "openai-compatible",
-    }
+    return JobIdentity(
+        schema="mas-promptbench-job/v1", protocol_id=PROTOCOL_ID, protocol_hash=PROTOCOL_HASH,
+        cell=CellFields(**c.model_dump()), cell_id=cid, method=cfg.method, optimizer_seed=cfg.seed,
+        budget=cfg.budget, source_tables=tables, in_grid=bool(tables), protocol_conformant=not reasons,
+        nonconformance_reasons=reasons, registry_key=registry_key(c),
+        runtime_implementation_id=RUNTIME_IMPLEMENTATION_ID, scorer_id=scorer_id,
+        seed_bundle=BundleJson(**seed_bundle.to_json()), condition=cond,
+        condition_id=content_hash(cond), split_sha256=split_sha256, split_sizes=split_sizes,
+        task_model_id=cfg.task_model_id, reflection_model=cfg.reflection_model,
+        endpoint_kind="simulated" if cfg.simulated else "openai-compatible")
 
 
-def check_out_dir(out: Path, identity: dict[str, Any]) -> bool:
+def check_out_dir(out: Path, job: JobIdentity) -> bool:
     """True when `out` already holds this job (resume). Raises when it holds anything else."""
+    identity = job.to_json()
     job_path = out / "job.json"
     if not out.exists():
         return False
@@ -125,5 +111,5 @@ def check_store_present(path: Path) -> None:
     check_store_file(path, writable=True)
 
 
-def write_identity(out: Path, identity: dict[str, Any]) -> dict[str, Any]:
-    return write_sealed(out / "job.json", identity)
+def write_identity(out: Path, identity: JobIdentity) -> Sealed[JobIdentity]:
+    return write_artifact(out / "job.json", identity)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from core.blobs import resolve
@@ -136,7 +136,7 @@ def task_model_clients(components: Sequence[str], *, pool: EndpointPool, store: 
     return clients
 
 
-def component_usage(reflection: dict[str, Any], clients: dict[str, ReflectionClient]) -> dict[str, Any]:
+def component_usage(reflection: dict[str, Any], clients: Mapping[str, Any]) -> dict[str, Any]:
     """optimization.json `usage` beside `task`: reflection, judge and probe calls (never charged)."""
     usage: dict[str, Any] = {"judge": {"model_calls": 0}, "probe": {"model_calls": 0},
                              "reflection": reflection or {"model_calls": 0}}

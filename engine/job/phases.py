@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from core.artifacts import JobIdentity, Optimization, Selection
 from core.errors import UsageError
 from engine.job.config import JobConfig
 
@@ -24,14 +25,15 @@ def check_phase_inputs(cfg: JobConfig) -> None:
         raise UsageError(f"--phase {cfg.phase} needs {needed} in {cfg.out}; run --phase {earlier} (or all) first")
 
 
-def phase_summary(identity: dict[str, Any], phase: str, *, optimization: dict[str, Any],
-                  selection: dict[str, Any] | None = None) -> dict[str, Any]:
+def phase_summary(identity: JobIdentity, phase: str, *, optimization: Optimization,
+                  selection: Selection | None = None) -> dict[str, Any]:
     summary: dict[str, Any] = {
-        "status": "phase_completed", "phase": phase, "cell_id": identity["cell_id"],
-        "protocol_conformant": identity["protocol_conformant"], "endpoint_kind": identity["endpoint_kind"],
-        "stop_reason": optimization["stop_reason"], "charged": optimization["budget"]["charged"]}
+        "status": "phase_completed", "phase": phase, "cell_id": identity.cell_id,
+        "protocol_conformant": identity.protocol_conformant, "endpoint_kind": identity.endpoint_kind,
+        "stop_reason": optimization.stop_reason, "charged": optimization.budget.charged}
     if selection is not None:
-        summary.update({k: selection[k] for k in ("selection_id", "selected_candidate", "fallback_reason",
-                                                  "baseline_validation_score", "incumbent_validation_score",
-                                                  "validation_delta")})
+        fields = selection.to_json()
+        summary.update({k: fields[k] for k in ("selection_id", "selected_candidate", "fallback_reason",
+                                               "baseline_validation_score", "incumbent_validation_score",
+                                               "validation_delta")})
     return summary

@@ -1,0 +1,114 @@
+"""Phase 1, optimize: the method spends the rollout budget on train/validation rows; optimization.json seals the
+incumbent, the closed ledger and the usage. Resumes from a sealed optimization.json when it exists."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+from core.artifacts import BudgetSnapshot, BundleJson, FailureCounts, Optimization
+from core.errors import ArtifactError, InfrastructureError, InfrastructureInvalidError
+from core.ledger import LedgerSnapshot
+from core.models import PromptBundle, RolloutRecord, Row
+from core.optimizer import CurvePoint, OptimizerResult
+from core.protocol import PROTOCOL_ID
+from engine.job.artifacts import (
+    Sealed,
+    read_artifact,
+    write_artifact,
+    write_json_atomic,
+    write_jsonl_atomic,
+    write_sealed,
+)
+from engine.job.context import JobContext
+from core.models import rollout_usage_totals as usage_totals
+from engine.job.evaluation import failure_counts
+from engine.job.optimization import LedgerRunner, component_usage, learning_curve
+
+FILE = "optimization.json"
+
+
+def bundle_json(bundle: PromptBundle) -> BundleJson:
+    return BundleJson(**bundle.to_json())
+
+
+async def optimize(ctx: JobContext) -> Sealed[Optimization]:
+    path = ctx.out / FILE
+    if path.exists():
+        sealed = read_artifact(path, Optimization)
+        if sealed.artifact.cell_id != ctx.cell_id:
+            raise ArtifactError("optimization.json belongs to another job")
+        return sealed
+    train, validation = ctx.data.train(), ctx.data.validation()
+    roles = ctx.topology.roles(ctx.cfg.cell.task, ctx.cfg.cell.team_size)
+    facade = LedgerRunner(runner=ctx.runner, ledger=ctx.ledger, cell_id=ctx.cell_id, optimizer_seed=ctx.cfg.seed,
+                          roles=roles, allowed_ids={r.id for r in train} | {r.id for r in validation})
+    if not ctx.cfg.quiet:
+        print(f"plan: {ctx.optimizer.plan(ctx.cfg.budget, len(train), len(validation))}", file=sys.stderr)
+    started = time.monotonic()
+    result, failure = await _run_optimizer(ctx, facade, train, validation)
+    snap = ctx.ledger.snapshot()
+    if snap.violations():
+        raise ArtifactError(f"ledger not closed after optimization: {'; '.join(snap.violations())}")
+    _write_phase_files(ctx, facade, result, snap)
+    envelope = _envelope(ctx, facade, result, snap, failure, train, validation)
+    # Wall-clock time stays out of the sealed envelope so that a resumed job seals byte-identical artifacts.
+    write_json_atomic(ctx.out / "optimization" / "timing.json",
+                      {"elapsed_seconds": round(time.monotonic() - started, 3)})
+    sealed = write_artifact(path, envelope)
+    await ctx.store.mutate("phase.completed", "run", ctx.cell_id, actor="engine:job",
+                           new={"phase": "optimize", "stop_reason": result.stop_reason,
+                                "budget": snap.as_dict(), "envelope_sha256": sealed.sha256})
+    return sealed
+
+
+async def _run_optimizer(ctx: JobContext, facade: LedgerRunner, train: list[Row], validation: list[Row]
+                         ) -> tuple[OptimizerResult, dict[str, Any]]:
+    """The method's result, or (when the endpoints kept failing) the seed bundle and the failure fields."""
+    try:
+        result = await ctx.optimizer.optimize(facade, train, validation, ctx.seed_bundle, ctx.cfg.budget)
+        return result, {"status": "completed", "failure_kind": None}
+    except (InfrastructureInvalidError, InfrastructureError) as exc:
+        # Reportable failure: the endpoints (task or reflection) kept failing. The seed bundle is kept and the
+        # selection records infrastructure_invalid_optimization; the ledger must still be closed.
+        failure = {"status": "failed", "failure_kind": "infrastructure_invalid",
+                   "error_type": type(exc).__name__, "error": str(exc)[:2000]}
+        charged = ctx.ledger.snapshot().charged
+        seed = ctx.seed_bundle
+        result = OptimizerResult(incumbent=seed, stop_reason="infrastructure_invalid",
+                                 curve=(CurvePoint(charged, 0, None, seed.digest, "infrastructure_invalid"),))
+        print(f"warning: optimization stopped, infrastructure invalid: {failure['error']}", file=sys.stderr)
+        return result, failure
+
+
+def _write_phase_files(ctx: JobContext, facade: LedgerRunner, result: OptimizerResult, snap: LedgerSnapshot) -> None:
+    """optimization/: charged records, attempts, the learning curve, both bundles, the method's own result."""
+    opt_dir = ctx.out / "optimization"
+    write_jsonl_atomic(opt_dir / "records.jsonl", facade.charged_artifacts)
+    write_jsonl_atomic(opt_dir / "attempts.jsonl", [
+        {"example_id": rec.example_id, "status": rec.status.value, "attempts": rec.attempts,
+         "charged": rec.charged, "budget_exhausted": rec.budget_exhausted, "rollout_id": rec.rollout_id}
+        for rec, _ in facade.records])
+    write_jsonl_atomic(opt_dir / "learning_curve.jsonl", learning_curve(result.curve, ctx.cfg.budget, snap.charged))
+    for bundle in {result.incumbent.digest: result.incumbent, ctx.seed_bundle.digest: ctx.seed_bundle}.values():
+        write_json_atomic(opt_dir / f"bundle-{bundle.digest}.json", bundle.to_json())
+    write_sealed(opt_dir / "optimizer_result.json", {
+        "method": ctx.cfg.method, "stop_reason": result.stop_reason,
+        "incumbent_bundle": result.incumbent.to_json(), "budget_snapshot": snap.as_dict(),
+        "artifacts": result.artifacts})
+
+
+def _envelope(ctx: JobContext, facade: LedgerRunner, result: OptimizerResult, snap: LedgerSnapshot,
+              failure: dict[str, Any], train: list[Row], validation: list[Row]) -> Optimization:
+    records: list[RolloutRecord] = [rec for rec, _ in facade.records]
+    components = {name: client for name, client in ctx.clients.items() if name != "reflection" and client.bound}
+    usage = {"task": usage_totals(records), **component_usage(result.reflection_usage, components)}
+    return Optimization(
+        schema="mas-promptbench-optimization/v1", protocol_id=PROTOCOL_ID, method=ctx.cfg.method,
+        cell=ctx.identity.cell, cell_id=ctx.cell_id, **failure,
+        seed_bundle=bundle_json(ctx.seed_bundle), training_ids=[r.id for r in train],
+        validation_ids=[r.id for r in validation], incumbent_bundle=bundle_json(result.incumbent),
+        stop_reason=result.stop_reason, budget=BudgetSnapshot(**snap.as_dict()), usage=usage,
+        failure_counts=FailureCounts(**failure_counts(records)),
+        optimizer_artifact="optimization/optimizer_result.json")
