@@ -9,7 +9,6 @@ retry policy lives in one place (the runner).
 
 from __future__ import annotations
 
-import sys
 import time
 from collections import Counter
 from collections.abc import AsyncIterator
@@ -26,6 +25,9 @@ from engine.chat.auth import ApiKey
 from engine.chat.health import DEFAULT_MAX_OUTAGE_S, MAX_REDELIVERIES, EndpointHealth, EventSink, PoolOutage
 from engine.chat.errors import classify_status, decode_body, parse_completion, translate_exception
 from engine.lifecycle import cancel, running
+from engine.log import get_logger
+
+log = get_logger("engine.chat")
 
 
 @dataclass(frozen=True)
@@ -234,14 +236,14 @@ class EndpointPool:
     async def _outage_wait(self, now: float) -> None:
         if self._outage_since is None:
             self._outage_since = now
-            print(f"endpoint pool: no healthy endpoint (all {len(self.endpoints)} ejected); waiting up to "
-                  f"{self.max_outage:g} s (--max-outage) for one to come back", file=sys.stderr, flush=True)
+            log.warning(f"endpoint pool: no healthy endpoint (all {len(self.endpoints)} ejected); waiting up to "
+                        f"{self.max_outage:g} s (--max-outage) for one to come back", kind="pool.outage_started")
             await self._emit("pool.outage_started", {"endpoints": len(self.endpoints),
                                                      "max_outage_s": self.max_outage})
         elif now - self._outage_since > self.max_outage and not self._outage_exceeded:
             self._outage_exceeded = True
-            print(f"endpoint pool: outage longer than --max-outage {self.max_outage:g} s; failing requests until "
-                  "an endpoint is back", file=sys.stderr, flush=True)
+            log.warning(f"endpoint pool: outage longer than --max-outage {self.max_outage:g} s; failing requests "
+                        "until an endpoint is back", kind="pool.outage_exceeded")
             await self._emit("pool.outage_exceeded", {"waited_s": round(now - self._outage_since, 3)})
         if not self._background:
             await self._probe_ejected()
@@ -256,7 +258,8 @@ class EndpointPool:
             return
         waited = round(anyio.current_time() - since, 3)
         self.stats["outage_seconds"] += int(waited)
-        print(f"endpoint pool: an endpoint is back after {waited:g} s; resuming", file=sys.stderr, flush=True)
+        log.warning(f"endpoint pool: an endpoint is back after {waited:g} s; resuming", kind="pool.outage_ended",
+                    waited_s=waited)
         await self._emit("pool.outage_ended", {"waited_s": waited})
 
     # ------------------------------------------------------------------ health

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import fcntl
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import AsyncExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
-import structlog
 
 from core.benchmark import Benchmark
 from core.canonical import content_hash
@@ -33,6 +31,7 @@ from engine.job.phases import check_phase_inputs, phase_summary
 from engine.job.recovery import record_failure, recover
 from engine.job.sandbox_gate import gate_sandbox
 from engine.job.endpoints import open_reflection_endpoint, open_task_pool, watch_pools
+from engine.log import get_logger
 from engine.reflection import ReflectionClient
 from engine.runner import Runner
 from engine.store import Store
@@ -40,7 +39,7 @@ from optimizers.registry import get_optimizer, smallest_budget, task_model_compo
 from topologies.prompts import seed_bundle as load_seed_bundle
 from topologies.registry import get_topology
 
-log = structlog.get_logger("engine.job")
+log = get_logger("engine.job")
 
 
 @contextmanager
@@ -69,8 +68,10 @@ class Progress:
         snap = self.ledger.snapshot()
         if snap.charged // 10 > self._last // 10:  # crossed a multiple of 10 (commits interleave)
             self._last = snap.charged
-            print(f"progress: charged={snap.charged}/{snap.maximum} attempted={snap.attempted} "
-                  f"infra={snap.infrastructure_failures} last={record.status.value}", file=sys.stderr, flush=True)
+            log.info(f"progress: charged={snap.charged}/{snap.maximum} attempted={snap.attempted} "
+                     f"infra={snap.infrastructure_failures} last={record.status.value}", kind="progress",
+                     charged=snap.charged, maximum=snap.maximum, attempted=snap.attempted,
+                     infrastructure_failures=snap.infrastructure_failures, last=record.status.value)
 
 
 def prepare(cfg: JobConfig, bench: Benchmark | None = None
@@ -151,7 +152,7 @@ async def run_job(cfg: JobConfig, bench: Benchmark | None = None) -> dict[str, A
                     await _cancel_interrupted(store, run_node, f"the job failed ({type(exc).__name__}) before this "
                                                                "node finished")
             except TimeoutError:
-                print("warning: could not mark the nodes in flight cancelled within 30 s", file=sys.stderr)
+                log.warning("warning: could not mark the nodes in flight cancelled within 30 s")
             await record_failure(store, run_node, exc)
             raise
         await store.set_node_status(run_node, "completed", actor="engine:job",
@@ -201,7 +202,7 @@ class _Job:
                               optimizer_seed=self.cfg.seed, roles=roles,
                               allowed_ids={r.id for r in train} | {r.id for r in validation})
         if not self.cfg.quiet:
-            print(f"plan: {self.optimizer.plan(self.cfg.budget, len(train), len(validation))}", file=sys.stderr)
+            log.info(f"plan: {self.optimizer.plan(self.cfg.budget, len(train), len(validation))}", kind="plan")
         clients: dict[str, Any] = {}
         if self.reflection_endpoint is not None:
             client = ReflectionClient(endpoint=self.reflection_endpoint, store=self.store, run_node=self.run_node,
@@ -224,7 +225,7 @@ class _Job:
             result = OptimizerResult(incumbent=self.seed_bundle, stop_reason="infrastructure_invalid",
                                      curve=(CurvePoint(charged, 0, None, self.seed_bundle.digest,
                                                        "infrastructure_invalid"),))
-            print(f"warning: optimization stopped, infrastructure invalid: {failure['error']}", file=sys.stderr)
+            log.warning(f"warning: optimization stopped, infrastructure invalid: {failure['error']}")
         snap = self.ledger.snapshot()
         if snap.violations():
             raise ArtifactError(f"ledger not closed after optimization: {'; '.join(snap.violations())}")

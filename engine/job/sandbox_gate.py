@@ -8,10 +8,12 @@ reasons. The flag also allows the unsafe mode in the calling context (the job's 
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from benchmarks.sandbox import allow_unsafe_sandbox, require_jail_or_unsafe
+from engine.log import get_logger
+
+log = get_logger("engine.job")
 
 NONCONFORMANCE_REASON = "unsafe_sandbox"
 
@@ -24,9 +26,9 @@ def gate_sandbox(bench: Any, unsafe: bool) -> None:
     """Raise SandboxUnavailable (exit 2) or warn on stderr; call from the job's own task."""
     if unsafe:
         allow_unsafe_sandbox()
-        print("warning: --unsafe-sandbox given: this job is marked non-conformant (unsafe_sandbox)", file=sys.stderr)
+        log.warning("warning: --unsafe-sandbox given: this job is marked non-conformant (unsafe_sandbox)")
     if not runs_model_code(bench):
         return
     warning = require_jail_or_unsafe(unsafe)
     if warning:
-        print(warning, file=sys.stderr)
+        log.warning(warning)
