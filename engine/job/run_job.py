@@ -9,6 +9,7 @@ from contextlib import AsyncExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 
 from core.benchmark import Benchmark
 from core.canonical import content_hash
