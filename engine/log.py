@@ -3,7 +3,8 @@
 - `console` (the default): a human line, the event text exactly as written at the call site (the fields an
   event carries besides its text are for machines and stay out of the human line).
 - `json` (`--log-format json`, a global option of every command): one JSON object per line with `event`, `level`,
-  `logger`, `timestamp` and the event's fields; nothing else reaches stderr.
+  `logger_name`, `timestamp` and the event's fields; nothing else reaches stderr (the warnings of libraries
+  that use stdlib logging, and Python warnings, are rendered the same way).
 
 stdout is never a log stream: results (the one JSON line of `job`, tables, paths) are plain prints there.
 Events go to whatever `sys.stderr` is at the moment of writing (so redirected or captured stderr gets them), one
@@ -47,15 +48,17 @@ def render_human(_logger: Any, _method: str, event_dict: MutableMapping[str, Any
     return str(event_dict.get("event", ""))
 
 
-def configure(log_format: LogFormat = "console", *, quiet: bool = False) -> None:
-    """Configure structlog for this process; `quiet` keeps warnings and errors only."""
+def configure(log_format: LogFormat = "console", *, quiet: bool = False, route_stdlib: bool = True) -> None:
+    """Configure structlog for this process; `quiet` keeps warnings and errors only; `route_stdlib` renders the
+    warnings of stdlib-logging libraries (aiohttp, asyncio) the same way (the commands; not on a mere import)."""
     if log_format not in LOG_FORMATS:
         raise ValueError(f"unknown log format {log_format!r}")
     renderer: Any = (structlog.processors.JSONRenderer(sort_keys=True) if log_format == "json" else render_human)
     processors: list[Any] = [structlog.contextvars.merge_contextvars, structlog.processors.add_log_level]
     if log_format == "json":
         processors.append(structlog.processors.TimeStamper(fmt="iso", utc=True))
-    _route_stdlib_logging(renderer, quiet)
+    if route_stdlib:
+        _route_stdlib_logging(renderer)
     structlog.configure(
         processors=[*processors, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING if quiet else logging.INFO),
@@ -72,7 +75,7 @@ class _EngineHandler(logging.StreamHandler):  # type: ignore[type-arg]
             super().emit(record)
 
 
-def _route_stdlib_logging(renderer: Any, quiet: bool) -> None:
+def _route_stdlib_logging(renderer: Any) -> None:
     """Warnings of libraries that use stdlib logging become lines of the same format (never a stray text line)."""
     root = logging.getLogger()
     for handler in [h for h in root.handlers if isinstance(h, _EngineHandler)]:
@@ -81,9 +84,17 @@ def _route_stdlib_logging(renderer: Any, quiet: bool) -> None:
     handler.setLevel(logging.WARNING)
     handler.setFormatter(structlog.stdlib.ProcessorFormatter(
         processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
-        foreign_pre_chain=[structlog.stdlib.add_log_level, structlog.stdlib.add_logger_name,
+        foreign_pre_chain=[structlog.stdlib.add_log_level, _add_record_name,
                            structlog.processors.TimeStamper(fmt="iso", utc=True)]))
     root.addHandler(handler)
+    logging.captureWarnings(True)  # Python warnings too (logger py.warnings)
+
+
+def _add_record_name(_logger: Any, _method: str, event_dict: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+    record = event_dict.get("_record")
+    if record is not None:
+        event_dict.setdefault("logger_name", record.name)
+    return event_dict
 
 
 def current_format() -> LogFormat:
@@ -121,4 +132,4 @@ def split_log_format(argv: Sequence[str]) -> tuple[str | None, list[str]]:
 
 
 if not structlog.is_configured():  # engine used as a library (tests, embedding): human lines on stderr
-    configure()
+    configure(route_stdlib=False)

@@ -90,3 +90,28 @@ def test_every_command_accepts_the_option():
         proc = engine(command, "--help", "--log-format", "json")
         assert proc.returncode == 0 and "usage:" in proc.stdout, (command, proc.stderr)
         assert proc.stderr == "", (command, proc.stderr)
+
+
+def test_stdlib_logging_and_python_warnings_become_json_lines(capsys: pytest.CaptureFixture[str]):
+    """Libraries that log through stdlib logging (aiohttp, asyncio) never put a stray text line on stderr."""
+    import logging
+    import warnings
+
+    from engine import log as logs
+
+    logs.configure("json")
+    try:
+        logging.getLogger("aiohttp.server").error("handler failed: %s", "boom")
+        with warnings.catch_warnings():
+            warnings.simplefilter("always")
+            warnings.warn("a library warning", UserWarning, stacklevel=1)
+        logs.get_logger("engine.test").info("progress: charged=10/600", charged=10)
+    finally:
+        logs.configure("console", route_stdlib=False)
+        logging.getLogger().handlers[:] = [h for h in logging.getLogger().handlers
+                                           if type(h).__name__ != "_EngineHandler"]
+        logging.captureWarnings(False)
+    events = [json.loads(line) for line in capsys.readouterr().err.splitlines()]
+    assert [(e["logger_name"], e["level"]) for e in events] == [
+        ("aiohttp.server", "error"), ("py.warnings", "warning"), ("engine.test", "info")]
+    assert events[0]["event"] == "handler failed: boom" and events[2]["charged"] == 10
