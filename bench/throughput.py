@@ -118,7 +118,7 @@ def main() -> None:
         print("store bytes per rollout: " + ", ".join(f"{n} rollouts -> {b / n:,.0f} B/rollout" for n, b in sizes))
     finally:
         sim.terminate()
-        sim.wait(timeout=10)
+        sim.communicate(timeout=10)  # reaps it and closes its pipe
     out = tmp / "job"
     t0 = time.perf_counter()
     proc = subprocess.run(["/usr/bin/env", "python", "-m", "engine", "job", "--cell", "task=bfcl,topology=single",

@@ -26,18 +26,27 @@ from core.protocol import OPTIMIZATION_DECODING  # noqa: E402
 from engine.chat.endpoint import Endpoint, EndpointPool, Timeouts  # noqa: E402
 from engine.runner import RetryPolicy, RolloutSpec, Runner  # noqa: E402
 from engine.store import Store  # noqa: E402
-from tests.conftest import start_sim  # noqa: E402
-from tests.fakebench import FakeBench  # noqa: E402
+from bench.sumbench import SumBench  # noqa: E402
+from engine.sim.policy import Policy  # noqa: E402
+from engine.sim.server import SimServer  # noqa: E402
 from topologies.prompts import seed_bundle  # noqa: E402
 from topologies.registry import get_topology  # noqa: E402
 
 DECODING = {**OPTIMIZATION_DECODING, "repetition_penalty": 1.05}
 
 
-def bench() -> FakeBench:
-    b = FakeBench()
-    b.name = "gpqa"  # type: ignore[misc]
-    return b
+def bench() -> SumBench:
+    """bench/ stands alone: its own sum benchmark (gpqa's team specs), never the test suite's fakes."""
+    return SumBench()
+
+
+def start_sim(delay_s: float) -> SimServer:
+    b = bench()
+    s = b.splits()
+    server = SimServer(Policy({"sum": (b, b.load_rows([*s.train, *s.validation, *s.test]))},
+                              model_ids=("test-model",)), delay_s=delay_s)
+    server.start()
+    return server
 
 
 async def one_rollout(url: str, topology: str, n: int, capacity: int, key: str, db: Path) -> float:
@@ -73,7 +82,7 @@ def main() -> None:
     parser.add_argument("--replicas", type=int, default=4)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    server = start_sim(bench(), delay_s=args.delay)
+    server = start_sim(args.delay)
     try:
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp)

@@ -99,4 +99,4 @@ def test_readme_other_commands_run(tmp_path):
             assert resp.headers["X-Simulated-Endpoint"] == "true"
     finally:
         server.terminate()
-        server.wait(timeout=30)
+        server.communicate(timeout=30)  # reaps it and closes both pipes

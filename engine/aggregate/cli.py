@@ -22,6 +22,9 @@ from engine.aggregate.plots import PlotUnavailable, load_pyplot, write_plots
 from engine.aggregate.summary import FAMILIES, aggregate
 from engine.aggregate.tables import format_table
 from engine.cli.args import check_out_directory, check_out_file
+from engine.log import get_logger
+
+log = get_logger("engine.aggregate")
 
 PROG = "python -m engine aggregate"
 
@@ -86,7 +89,7 @@ def write_json_atomic(path: Path, value: Any) -> None:
 
 
 def _err(message: str) -> None:
-    print(f"aggregate: {message}", file=sys.stderr)
+    log.error(f"aggregate: {message}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

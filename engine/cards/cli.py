@@ -35,6 +35,9 @@ from engine.cards.validate import validate_bundle, validate_path
 from engine.cards.view import write_view
 from engine.cli.args import check_path_names
 from engine.store.check import check_store_file
+from engine.log import get_logger
+
+log = get_logger("engine.cards")
 
 PROG = "python -m engine card"
 
@@ -107,12 +110,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
     except _UsageError as exc:
-        print(str(exc), file=sys.stderr)
+        log.error(str(exc))
         return 2
     try:
         return _COMMANDS[args.command](args)
     except UsageError as exc:
-        print(f"{PROG} {args.command}: error: {exc}", file=sys.stderr)
+        log.error(f"{PROG} {args.command}: error: {exc}")
         return 2
 
 
@@ -187,7 +190,7 @@ def _import(args: argparse.Namespace) -> int:
     for p in problems:
         print(p.line())
     if errors(problems):
-        print(f"{args.src}: the rebuilt card is INVALID; nothing written", file=sys.stderr)
+        log.error(f"{args.src}: the rebuilt card is INVALID; nothing written")
         return 1
     where = card.write_zip(args.out if args.out.suffix == ".zip" else args.out.with_name(args.out.name + ".zip")) \
         if args.zip else card.write_dir(args.out)

@@ -1,15 +1,12 @@
 """One endpoint = one shared aiohttp session + one anyio CapacityLimiter (below the connection-pool size).
 
-Transport choice, measured here (200 calls at 64 in flight against a local 100 ms endpoint, CPU per call
-including the server): openai SDK default transport 3.5 ms, SDK + aiohttp 2.1 ms, bare httpx.AsyncClient 16 ms
-(pool rescans), plain aiohttp 0.7 ms. Client CPU per call decides throughput on 2 cores, so the engine speaks the
-OpenAI chat-completions protocol over aiohttp itself; the SDK's retries are thereby off by construction and the
-retry policy lives in one place (the runner).
+Why aiohttp (measured: 200 calls at 64 in flight against a local 100 ms endpoint, CPU per call including the
+server): openai SDK default transport 3.5 ms, SDK + aiohttp 2.1 ms, bare httpx.AsyncClient 16 ms (pool rescans),
+plain aiohttp 0.7 ms. Client CPU per call decides throughput on 2 cores, so the engine speaks the chat-completions
+protocol over aiohttp itself; the SDK's retries are off by construction and retry lives in one place (the runner).
 """
-
 from __future__ import annotations
 
-import sys
 import time
 from collections import Counter
 from collections.abc import AsyncIterator
@@ -23,9 +20,13 @@ import anyio
 from core.canonical import canonical_json
 from core.errors import EndpointConnectionError, EndpointStatusError, InfrastructureError, UsageError
 from engine.chat.auth import ApiKey
-from engine.chat.health import DEFAULT_MAX_OUTAGE_S, MAX_REDELIVERIES, EndpointHealth, EventSink, PoolOutage
+from engine.chat.health import (DEFAULT_MAX_OUTAGE_S, MAX_REDELIVERIES, OUTAGE_LINES, EndpointHealth, EventSink,
+                                PoolOutage)
 from engine.chat.errors import classify_status, decode_body, parse_completion, translate_exception
 from engine.lifecycle import cancel, running
+from engine.log import get_logger
+
+log = get_logger("engine.chat")
 
 
 @dataclass(frozen=True)
@@ -234,14 +235,10 @@ class EndpointPool:
     async def _outage_wait(self, now: float) -> None:
         if self._outage_since is None:
             self._outage_since = now
-            print(f"endpoint pool: no healthy endpoint (all {len(self.endpoints)} ejected); waiting up to "
-                  f"{self.max_outage:g} s (--max-outage) for one to come back", file=sys.stderr, flush=True)
             await self._emit("pool.outage_started", {"endpoints": len(self.endpoints),
                                                      "max_outage_s": self.max_outage})
         elif now - self._outage_since > self.max_outage and not self._outage_exceeded:
             self._outage_exceeded = True
-            print(f"endpoint pool: outage longer than --max-outage {self.max_outage:g} s; failing requests until "
-                  "an endpoint is back", file=sys.stderr, flush=True)
             await self._emit("pool.outage_exceeded", {"waited_s": round(now - self._outage_since, 3)})
         if not self._background:
             await self._probe_ejected()
@@ -256,7 +253,6 @@ class EndpointPool:
             return
         waited = round(anyio.current_time() - since, 3)
         self.stats["outage_seconds"] += int(waited)
-        print(f"endpoint pool: an endpoint is back after {waited:g} s; resuming", file=sys.stderr, flush=True)
         await self._emit("pool.outage_ended", {"waited_s": waited})
 
     # ------------------------------------------------------------------ health
@@ -297,5 +293,8 @@ class EndpointPool:
             await self._probe_ejected()
 
     async def _emit(self, kind: str, fields: dict[str, Any]) -> None:
+        if kind in OUTAGE_LINES:  # the outage is also a stderr line
+            log.warning(OUTAGE_LINES[kind].format_map({"endpoints": len(self.endpoints), "max_outage_s":
+                                                       self.max_outage, **fields}), kind=kind, **fields)
         if self.on_event is not None:
             await self.on_event(kind, fields)

@@ -18,6 +18,13 @@ from core.errors import EndpointConnectionError
 DEFAULT_RETRY_AFTER_S = 1.0  # a 429 without Retry-After still pauses the endpoint briefly
 DEFAULT_MAX_OUTAGE_S = 900.0  # --max-outage: 15 minutes
 MAX_REDELIVERIES = 8  # re-sends of one request that got no HTTP response while endpoints looked healthy
+OUTAGE_LINES = {  # the pool's outage events that are also a stderr line (formatted with the event's fields)
+    "pool.outage_started": "endpoint pool: no healthy endpoint (all {endpoints} ejected); waiting up to "
+                           "{max_outage_s:g} s (--max-outage) for one to come back",
+    "pool.outage_exceeded": "endpoint pool: outage longer than --max-outage {max_outage_s:g} s; failing requests "
+                            "until an endpoint is back",
+    "pool.outage_ended": "endpoint pool: an endpoint is back after {waited_s:g} s; resuming",
+}
 EventSink = Callable[[str, dict[str, Any]], Awaitable[None]]
 
 

@@ -13,7 +13,7 @@ from core.protocol import FULL_BUDGET
 from engine.chat.auth import DEFAULT_API_KEY_ENV, DEFAULT_REFLECTION_API_KEY_ENV
 from engine.chat.preflight import DEFAULT_STARTUP_TIMEOUT_S
 from engine.cli.args import StrictParser, check_ascii_text, int_in, positive_float
-from engine.cli.logging import configure_logging
+from engine import log as logs
 
 
 def _model_id(text: str) -> str:
@@ -78,7 +78,7 @@ def job_main(argv: list[str]) -> int:
     p.add_argument("--allow-any-cell", action="store_true",
                    help="run a cell outside the grid tables (marked non-conformant); refused otherwise")
     args = p.parse_args(argv)
-    configure_logging(args.quiet)
+    logs.configure(logs.current_format(), quiet=args.quiet)
     from engine.job.benchmark_setup import dataset_options
     from engine.job.config import build_config
     from engine.job.run_job import run_job, summary_line
@@ -106,7 +106,7 @@ def run_main(argv: list[str]) -> int:
     p.add_argument("--bundle", help="bundle JSON file (default: the seed bundle of the cell)")
     p.add_argument("--out", required=True, help="predictions JSONL; the store is written beside it")
     args = p.parse_args(argv)
-    configure_logging(args.quiet)
+    logs.configure(logs.current_format(), quiet=args.quiet)
     from engine.cli.baseline import check_run_options, run_baseline
 
     plan = check_run_options(args)

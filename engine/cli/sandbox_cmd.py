@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
 from core.errors import UsageError
+from engine.log import get_logger
+
+log = get_logger("engine.cli")
 
 HEAD_CHARS = 2_000
 
@@ -73,7 +75,7 @@ def run_main(args: argparse.Namespace) -> int:
         allow_unsafe_sandbox()
     result = run_python_sync(code, stdin, _limits(args.limits))
     if result.isolation.get("kind") != "bwrap":
-        print("warning: --unsafe-sandbox: the program ran WITHOUT a jail", file=sys.stderr)
+        log.warning("warning: --unsafe-sandbox: the program ran WITHOUT a jail")
     print(json.dumps({
         "exit_code": result.exit_code, "signal": result.signal_name, "timed_out": result.timed_out,
         "timeout_kind": result.timeout_kind, "memory_limit_hit": result.memory_exceeded,

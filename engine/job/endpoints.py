@@ -4,7 +4,6 @@ completion with its model id, engine/chat/preflight.py) before anything is writt
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator, Sequence
 from contextlib import AsyncExitStack, contextmanager
 
@@ -15,6 +14,9 @@ from engine.chat.auth import DEFAULT_API_KEY_ENV, ApiKey, api_key_from_env
 from engine.chat.endpoint import DEFAULT_MAX_OUTAGE_S, Endpoint, EndpointPool, Timeouts
 from engine.chat.preflight import DEFAULT_STARTUP_TIMEOUT_S, Target, check_endpoints
 from engine.store import Store
+from engine.log import get_logger
+
+log = get_logger("engine.job")
 
 SIM_BANNER = ("SIMULATED ENDPOINT: no --task-endpoint given, so this job talks to the built-in simulated policy "
               "on 127.0.0.1. Its scores are NOT model scores; the job is marked non-conformant.")
@@ -45,7 +47,7 @@ async def open_task_pool(stack: AsyncExitStack, endpoints: Sequence[str], *, tas
     """The checked endpoint pool (closed with `stack`) and its base URLs; unusable endpoints raise UsageError."""
     urls = list(endpoints)
     if not urls:
-        print(SIM_BANNER, file=sys.stderr, flush=True)
+        log.warning(SIM_BANNER, kind="simulated_endpoint")
         urls = [stack.enter_context(simulated_endpoint([task], data_dir, delay_s=sim_delay_s,
                                                        reflection_model=reflection_model))]
     key = api_key_from_env(api_key_env, required=False, what="--api-key-env")

@@ -3,7 +3,6 @@ incumbent, the closed ledger and the usage. Resumes from a sealed optimization.j
 
 from __future__ import annotations
 
-import sys
 import time
 from typing import Any
 
@@ -25,6 +24,9 @@ from engine.job.context import JobContext
 from core.models import rollout_usage_totals as usage_totals
 from engine.job.evaluation import failure_counts
 from engine.job.optimization import LedgerRunner, component_usage, learning_curve
+from engine.log import get_logger
+
+log = get_logger("engine.job")
 
 FILE = "optimization.json"
 
@@ -45,7 +47,7 @@ async def optimize(ctx: JobContext) -> Sealed[Optimization]:
     facade = LedgerRunner(runner=ctx.runner, ledger=ctx.ledger, cell_id=ctx.cell_id, optimizer_seed=ctx.cfg.seed,
                           roles=roles, allowed_ids={r.id for r in train} | {r.id for r in validation})
     if not ctx.cfg.quiet:
-        print(f"plan: {ctx.optimizer.plan(ctx.cfg.budget, len(train), len(validation))}", file=sys.stderr)
+        log.info(f"plan: {ctx.optimizer.plan(ctx.cfg.budget, len(train), len(validation))}", kind="plan")
     started = time.monotonic()
     result, failure = await _run_optimizer(ctx, facade, train, validation)
     snap = ctx.ledger.snapshot()
@@ -78,7 +80,7 @@ async def _run_optimizer(ctx: JobContext, facade: LedgerRunner, train: list[Row]
         seed = ctx.seed_bundle
         result = OptimizerResult(incumbent=seed, stop_reason="infrastructure_invalid",
                                  curve=(CurvePoint(charged, 0, None, seed.digest, "infrastructure_invalid"),))
-        print(f"warning: optimization stopped, infrastructure invalid: {failure['error']}", file=sys.stderr)
+        log.warning(f"warning: optimization stopped, infrastructure invalid: {failure['error']}")
         return result, failure
 
 

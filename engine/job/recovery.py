@@ -19,7 +19,6 @@ those are the same records (replayed) or the records a healthy run would have ha
 from __future__ import annotations
 
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,9 @@ import anyio
 from core.errors import ArtifactError
 from engine.job.artifacts import read_json
 from engine.store import Store
+from engine.log import get_logger
+
+log = get_logger("engine.job")
 
 DERIVED = ("selection.json", "test.json", "result.json")
 
@@ -83,8 +85,8 @@ async def recover(out: Path, store: Store, cell_id: str, *, quiet: bool = False)
         return
     moved = set_aside(out, paths, store.generation)
     if not quiet:
-        print(f"recovery: {'; '.join(reasons)}; attempting the failed rollouts again with their seeds "
-              f"(earlier artifacts kept in recovered/g{store.generation}/)", file=sys.stderr)
+        log.info(f"recovery: {'; '.join(reasons)}; attempting the failed rollouts again with their seeds "
+                 f"(earlier artifacts kept in recovered/g{store.generation}/)", kind="recovery", reasons=reasons)
     await store.mutate("job.recovery", "run", cell_id, actor="engine:job", new={"reasons": reasons, "moved": moved},
                        reason="re-run after infrastructure failures")
 
@@ -100,4 +102,4 @@ async def record_failure(store: Store, run_node: str, exc: BaseException) -> Non
                                         reason=f"{type(exc).__name__}: {str(exc)[:500]}",
                                         extra={"failure": {"kind": kind, "exception_type": type(exc).__name__}})
     except TimeoutError:
-        print("warning: could not record the job's failure in the store within 30 s", file=sys.stderr)
+        log.warning("warning: could not record the job's failure in the store within 30 s")

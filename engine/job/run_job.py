@@ -5,7 +5,7 @@ phase_select and phase_heldout, each returning its typed artifact (core.artifact
 from __future__ import annotations
 
 import fcntl
-import sys
+import time
 from collections.abc import Iterator
 from contextlib import AsyncExitStack, contextmanager
 from dataclasses import dataclass
@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import structlog
 
 from core.artifacts import JobIdentity, Optimization
 from core.benchmark import Benchmark
@@ -40,6 +39,7 @@ from engine.job.phase_select import select
 from engine.job.phases import check_phase_inputs, phase_summary
 from engine.job.recovery import record_failure, recover
 from engine.job.sandbox_gate import gate_sandbox
+from engine.log import get_logger
 from engine.reflection import ReflectionClient
 from engine.runner import Runner
 from engine.store import Store
@@ -47,7 +47,7 @@ from optimizers.registry import get_optimizer, smallest_budget, task_model_compo
 from topologies.prompts import seed_bundle as load_seed_bundle
 from topologies.registry import get_topology
 
-log = structlog.get_logger("engine.job")
+log = get_logger("engine.job")
 
 
 @contextmanager
@@ -76,8 +76,10 @@ class Progress:
         snap = self.ledger.snapshot()
         if snap.charged // 10 > self._last // 10:  # crossed a multiple of 10 (commits interleave)
             self._last = snap.charged
-            print(f"progress: charged={snap.charged}/{snap.maximum} attempted={snap.attempted} "
-                  f"infra={snap.infrastructure_failures} last={record.status.value}", file=sys.stderr, flush=True)
+            log.info(f"progress: charged={snap.charged}/{snap.maximum} attempted={snap.attempted} "
+                     f"infra={snap.infrastructure_failures} last={record.status.value}", kind="progress",
+                     charged=snap.charged, maximum=snap.maximum, attempted=snap.attempted,
+                     infrastructure_failures=snap.infrastructure_failures, last=record.status.value)
 
 
 @dataclass(frozen=True)
@@ -152,7 +154,7 @@ async def run_job(cfg: JobConfig, bench: Benchmark | None = None) -> dict[str, A
                     await _cancel_interrupted(store, run_node, f"the job failed ({type(exc).__name__}) before this "
                                                                "node finished")
             except TimeoutError:
-                print("warning: could not mark the nodes in flight cancelled within 30 s", file=sys.stderr)
+                log.warning("warning: could not mark the nodes in flight cancelled within 30 s")
             await record_failure(store, run_node, exc)
             raise
         await store.set_node_status(run_node, "completed", actor="engine:job",

@@ -8,10 +8,11 @@ reasons. The flag also allows the unsafe mode in the calling context (the job's 
 
 from __future__ import annotations
 
-import sys
-
 from benchmarks.sandbox import allow_unsafe_sandbox, require_jail_or_unsafe
 from core.benchmark import Benchmark
+from engine.log import get_logger
+
+log = get_logger("engine.job")
 
 NONCONFORMANCE_REASON = "unsafe_sandbox"
 
@@ -24,9 +25,9 @@ def gate_sandbox(bench: Benchmark, unsafe: bool) -> None:
     """Raise SandboxUnavailable (exit 2) or warn on stderr; call from the job's own task."""
     if unsafe:
         allow_unsafe_sandbox()
-        print("warning: --unsafe-sandbox given: this job is marked non-conformant (unsafe_sandbox)", file=sys.stderr)
+        log.warning("warning: --unsafe-sandbox given: this job is marked non-conformant (unsafe_sandbox)")
     if not runs_model_code(bench):
         return
     warning = require_jail_or_unsafe(unsafe)
     if warning:
-        print(warning, file=sys.stderr)
+        log.warning(warning)

@@ -20,6 +20,9 @@ from engine.sim import build
 from engine.sim.faults import FAULT_KINDS, FaultPlan, parse_fault_spec
 from engine.sim.policy import DEFAULT_REFLECTION_MODEL
 from engine.sim.server import SimServer
+from engine.log import get_logger
+
+log = get_logger("engine.sim")
 
 BANNER = "SIMULATED ENDPOINT — responses come from a scripted policy, scores are not model scores"
 PROG = "python -m engine serve-sim"
@@ -56,7 +59,7 @@ def make_parser() -> argparse.ArgumentParser:
 
 
 def _usage_error(message: str) -> int:
-    print(f"serve-sim: error: {message}", file=sys.stderr)
+    log.error(f"serve-sim: error: {message}")
     return 2
 
 
@@ -108,9 +111,9 @@ async def _serve(server: SimServer) -> None:
     try:
         await server.start_async()
         try:
-            print(BANNER, file=sys.stderr, flush=True)  # once listening: a failure to listen is one line
+            log.warning(BANNER, kind="simulated_endpoint")  # once listening: a failure to listen is one line
             print(server.base_url, flush=True)
-            print(f"serving {server.policy.row_count} rows; Ctrl-C to stop", file=sys.stderr, flush=True)
+            log.info(f"serving {server.policy.row_count} rows; Ctrl-C to stop", base_url=server.base_url)
             await stop.wait()
         finally:
             await server.stop_async()

@@ -54,7 +54,7 @@ def test_kill9_then_rerun_equals_uninterrupted(tmp_path, kill_after, phase):
             time.sleep(0.005)
         assert proc.poll() is None, "the job finished before it could be killed"
         os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
+        proc.communicate(timeout=30)  # reaps it and closes both pipes
         assert not (out / "result.json").exists()
         if phase == "test":
             assert (out / "selection.json").exists()

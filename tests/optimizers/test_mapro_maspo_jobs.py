@@ -8,7 +8,6 @@ import json
 import sqlite3
 from pathlib import Path
 
-import anyio
 import pytest
 
 from core.canonical import verify_seal
@@ -79,11 +78,12 @@ def bfcl_config(out: Path, method: str, topology: str) -> JobConfig:
     return JobConfig(**{**cfg.__dict__, "retry": RetryPolicy(base_delay=0.0)})
 
 
+@pytest.mark.anyio
 @pytest.mark.parametrize("topology", ["sequential", "centralized"])
 @pytest.mark.parametrize("method", ["mapro", "maspo"])
-def test_bfcl_four_agent_team_deploys_a_strictly_better_incumbent(tmp_path, method, topology):
+async def test_bfcl_four_agent_team_deploys_a_strictly_better_incumbent(tmp_path, method, topology):
     out = tmp_path / "job"
-    anyio.run(run_job, bfcl_config(out, method, topology))
+    await run_job(bfcl_config(out, method, topology))
     check_job(out, method)
     roles = read(out, "optimization.json")["incumbent_bundle"]["roles"]
     assert len(roles) == 4

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 
-import anyio
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -85,7 +84,8 @@ class ScriptedModel:
         return {"model_calls": len(self.calls)}
 
 
-def test_mapro_charges_one_train_pass_per_new_assignment_and_keeps_the_best():
+@pytest.mark.anyio
+async def test_mapro_charges_one_train_pass_per_new_assignment_and_keeps_the_best():
     train = rows("t", 6)
 
     def score(row, bundle, it):  # more tips -> more rows right
@@ -94,7 +94,7 @@ def test_mapro_charges_one_train_pass_per_new_assignment_and_keeps_the_best():
     runner = FakeRunner(600, score)
     model = ScriptedModel()
     method = Mapro(seed=1, reflection=model, judge=model, probe=model)
-    result = anyio.run(method.optimize, runner, train, [], seed_bundle(), 600)
+    result = await method.optimize(runner, train, [], seed_bundle(), 600)
     passes = [c for c in runner.calls if c[0] == [r.id for r in train]]
     assert len(passes) == len(runner.calls)  # every charged batch is a full train pass
     assert runner.ledger.snapshot().charged == 6 * len(passes)
@@ -105,12 +105,13 @@ def test_mapro_charges_one_train_pass_per_new_assignment_and_keeps_the_best():
     assert any(p == "mapro.probe" for p, _ in model.calls) and any(p == "mapro.node" for p, _ in model.calls)
 
 
-def test_mapro_never_starts_a_train_pass_that_does_not_fit():
+@pytest.mark.anyio
+async def test_mapro_never_starts_a_train_pass_that_does_not_fit():
     train = rows("t", 6)
     runner = FakeRunner(15, lambda r, b, i: 0.0)  # seed pass (6) + one pass (6); a third would not fit
     model = ScriptedModel()
-    result = anyio.run(Mapro(seed=0, reflection=model, judge=model, probe=model).optimize, runner, train, [],
-                       seed_bundle(), 15)
+    result = await Mapro(seed=0, reflection=model, judge=model, probe=model).optimize(
+        runner, train, [], seed_bundle(), 15)
     assert result.stop_reason in {"rollout_budget_spent", "patience"}
     snap = runner.ledger.snapshot()
     assert snap.charged <= 12 and snap.charged % 6 == 0 and not snap.violations()

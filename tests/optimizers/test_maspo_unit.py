@@ -133,14 +133,15 @@ class OutputsRunner(FakeRunner):
         return self.outputs[record.rollout_id]
 
 
+@pytest.mark.anyio
 @pytest.mark.parametrize("reply,rule,value", [("I cannot decide.", "joint", 0.2 * 0.5 - 0.5),
                                               ("Winner: TIE", "joint", 0.0)])
-def test_judge_reply_drives_local_and_lookahead_credit(reply, rule, value):
+async def test_judge_reply_drives_local_and_lookahead_credit(reply, rule, value):
     roles = ("analyzer", "caller")
     runner = OutputsRunner(60, lambda r, b, i: 0.0, roles=roles)
     model, judge = Model(), Model(reply)
-    result = anyio.run(Maspo(seed=0, reflection=model, judge=judge, max_depth=1, minibatch=4).optimize, runner,
-                       rows("t", 8), [], seed_bundle(roles), 60)
+    result = await Maspo(seed=0, reflection=model, judge=judge, max_depth=1, minibatch=4).optimize(
+        runner, rows("t", 8), [], seed_bundle(roles), 60)
     first = result.artifacts["events"][0]["offspring"][0]
     assert first["rule"] == rule and first["reward"] == pytest.approx(value)
     assert first["local"] == (0.0 if "cannot" in reply else 0.5)
@@ -162,12 +163,13 @@ class CountingJudge(Model):
             self.level -= 1
 
 
-def test_at_most_four_judge_calls_in_flight_across_concurrent_offspring():
+@pytest.mark.anyio
+async def test_at_most_four_judge_calls_in_flight_across_concurrent_offspring():
     roles = ("a", "b", "c", "d")
     runner = OutputsRunner(600, lambda r, b, i: 0.0, roles=roles)
     judge = CountingJudge()
-    result = anyio.run(Maspo(seed=0, reflection=Model(), judge=judge, max_depth=2).optimize, runner,
-                       rows("t", 20), [], seed_bundle(roles), 600)
+    result = await Maspo(seed=0, reflection=Model(), judge=judge, max_depth=2).optimize(
+        runner, rows("t", 20), [], seed_bundle(roles), 600)
     assert result.stop_reason == "maximum_search_depth"
     assert len(judge.calls) > 4 and 1 < judge.peak <= 4
     assert all(len(e.get("beam_rewards", [])) <= 2 for e in result.artifacts["events"])

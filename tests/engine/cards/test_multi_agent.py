@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import anyio
 import pytest
 
 from engine.cards.bundle import Bundle
@@ -18,8 +17,9 @@ from tests.fakebench import FakeBench
 from topologies.registry import TOPOLOGIES
 
 
+@pytest.mark.anyio
 @pytest.mark.skipif("decentralized" not in TOPOLOGIES, reason="no decentralized topology registered")
-def test_decentralized_card(tmp_path):
+async def test_decentralized_card(tmp_path):
     bench = FakeBench(n_train=12, n_validation=8, n_test=10)
     bench.name = "gpqa"  # type: ignore[misc]  # the gpqa team spec applies; the rows stay the fake sums
     server = start_sim(bench)
@@ -27,7 +27,7 @@ def test_decentralized_card(tmp_path):
         cfg = build_config(cell="task=gpqa,topology=decentralized,team_size=4", method="identity", seed=1,
                            out=str(tmp_path / "job"), budget=600, task_endpoints=[server.base_url],
                            model_id="test-model", data_dir=None, concurrency=8, quiet=True, request_timeout=5.0)
-        result = anyio.run(run_job, JobConfig(**{**cfg.__dict__, "retry": RetryPolicy(base_delay=0.0)}), bench)
+        result = await run_job(JobConfig(**{**cfg.__dict__, "retry": RetryPolicy(base_delay=0.0)}), bench)
     finally:
         server.stop()
     bundle = export_card(tmp_path / "job", tmp_path / "card")

@@ -143,13 +143,14 @@ def test_reflection_endpoint_with_wrong_model_is_refused(tmp_path: Path):
     assert not out.exists()
 
 
-def test_simulated_endpoint_answers_the_check_without_logging_it():
+@pytest.mark.anyio
+async def test_simulated_endpoint_answers_the_check_without_logging_it():
     """The in-process simulated endpoint passes the check, and the check is not in its workload request log."""
     import anyio
 
     from engine.chat.preflight import Target, check_endpoints
 
     with SimServer(build_policy(["bfcl"])) as sim:
-        anyio.run(check_endpoints, [Target(sim.base_url, "simulated-policy", None)], 5.0)
-        anyio.run(check_endpoints, [Target(sim.base_url, "simulated-reflection", None, "reflection endpoint")], 5.0)
+        await check_endpoints([Target(sim.base_url, "simulated-policy", None)], 5.0)
+        await check_endpoints([Target(sim.base_url, "simulated-reflection", None, "reflection endpoint")], 5.0)
         assert sim.log == []

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import httpx
@@ -28,21 +27,24 @@ async def post(srv: SimServer, body: dict[str, Any], timeout: float = 30.0) -> h
         return await client.post("/chat/completions", json=body)
 
 
+@pytest.mark.anyio
 @pytest.mark.parametrize("kind,status", [("http_500", 500), ("http_503", 503)])
-def test_server_errors(policy: Policy, kind: str, status: int) -> None:
+async def test_server_errors(policy: Policy, kind: str, status: int) -> None:
     with SimServer(policy, faults=first_request_fault(policy, kind)) as srv:
-        response = asyncio.run(post(srv, chat_body()))
+        response = await post(srv, chat_body())
         assert response.status_code == status and response.headers["X-Simulated-Endpoint"] == "true"
         assert srv.log[0]["fault"] == kind and srv.log[0]["status"] == status
 
 
-def test_429_carries_retry_after(policy: Policy) -> None:
+@pytest.mark.anyio
+async def test_429_carries_retry_after(policy: Policy) -> None:
     with SimServer(policy, faults=first_request_fault(policy, "http_429", retry_after_s=2)) as srv:
-        response = asyncio.run(post(srv, chat_body()))
+        response = await post(srv, chat_body())
     assert response.status_code == 429 and response.headers["Retry-After"] == "2"
 
 
-def test_429_seen_by_openai_client(policy: Policy) -> None:
+@pytest.mark.anyio
+async def test_429_seen_by_openai_client(policy: Policy) -> None:
     async def go() -> None:
         client = openai.AsyncOpenAI(base_url=srv.base_url, api_key="sim", max_retries=0)
         try:
@@ -52,28 +54,31 @@ def test_429_seen_by_openai_client(policy: Policy) -> None:
 
     with SimServer(policy, faults=first_request_fault(policy, "http_429", retry_after_s=0)) as srv:
         with pytest.raises(openai.RateLimitError) as info:
-            asyncio.run(go())
+            await go()
     assert info.value.response.headers["Retry-After"] == "0"
 
 
-def test_slow_response_makes_the_client_time_out(policy: Policy) -> None:
+@pytest.mark.anyio
+async def test_slow_response_makes_the_client_time_out(policy: Policy) -> None:
     with SimServer(policy, faults=first_request_fault(policy, "slow", slow_s=30)) as srv:
         with pytest.raises(httpx.ReadTimeout):
-            asyncio.run(post(srv, chat_body(), timeout=0.2))
+            await post(srv, chat_body(), timeout=0.2)
         assert srv.log[0]["status"] == "slow" and srv.log[0]["fault"] == "slow"
         # the next request (occurrence 1 of the same key) is answered normally
-        assert asyncio.run(post(srv, chat_body())).status_code == 200
+        assert (await post(srv, chat_body())).status_code == 200
 
 
-def test_reset_is_a_connection_error(policy: Policy) -> None:
+@pytest.mark.anyio
+async def test_reset_is_a_connection_error(policy: Policy) -> None:
     with SimServer(policy, faults=first_request_fault(policy, "reset")) as srv:
         with pytest.raises((httpx.ReadError, httpx.RemoteProtocolError)):
-            asyncio.run(post(srv, chat_body()))
+            await post(srv, chat_body())
         assert srv.log[0]["status"] == "reset"
-        assert asyncio.run(post(srv, chat_body())).status_code == 200
+        assert (await post(srv, chat_body())).status_code == 200
 
 
-def test_reset_seen_by_openai_client(policy: Policy) -> None:
+@pytest.mark.anyio
+async def test_reset_seen_by_openai_client(policy: Policy) -> None:
     async def go() -> None:
         client = openai.AsyncOpenAI(base_url=srv.base_url, api_key="sim", max_retries=0)
         try:
@@ -83,25 +88,28 @@ def test_reset_seen_by_openai_client(policy: Policy) -> None:
 
     with SimServer(policy, faults=first_request_fault(policy, "reset")) as srv:
         with pytest.raises(openai.APIConnectionError):
-            asyncio.run(go())
+            await go()
 
 
-def test_malformed_json(policy: Policy) -> None:
+@pytest.mark.anyio
+async def test_malformed_json(policy: Policy) -> None:
     with SimServer(policy, faults=first_request_fault(policy, "malformed_json")) as srv:
-        response = asyncio.run(post(srv, chat_body()))
+        response = await post(srv, chat_body())
     assert response.status_code == 200
     with pytest.raises(ValueError):
         response.json()
 
 
-def test_empty_choices(policy: Policy) -> None:
+@pytest.mark.anyio
+async def test_empty_choices(policy: Policy) -> None:
     with SimServer(policy, faults=first_request_fault(policy, "empty_choices")) as srv:
-        response = asyncio.run(post(srv, chat_body()))
+        response = await post(srv, chat_body())
     assert response.status_code == 200 and response.json()["choices"] == []
     assert response.json()["simulated"] is True
 
 
-def test_context_overflow_is_a_vllm_like_400(policy: Policy) -> None:
+@pytest.mark.anyio
+async def test_context_overflow_is_a_vllm_like_400(policy: Policy) -> None:
     async def go() -> None:
         client = openai.AsyncOpenAI(base_url=srv.base_url, api_key="sim", max_retries=0)
         try:
@@ -111,11 +119,12 @@ def test_context_overflow_is_a_vllm_like_400(policy: Policy) -> None:
 
     with SimServer(policy, faults=first_request_fault(policy, "context_overflow", context_length=4096)) as srv:
         with pytest.raises(openai.BadRequestError) as info:
-            asyncio.run(go())
+            await go()
     assert "This model's maximum context length is 4096 tokens" in str(info.value)
 
 
-def test_schedule_by_key_and_occurrence(policy: Policy) -> None:
+@pytest.mark.anyio
+async def test_schedule_by_key_and_occurrence(policy: Policy) -> None:
     body = chat_body("r2", 9)
     key = request_key(body)
     plan = FaultPlan(schedule=[ScheduledFault("http_503", key=key, occurrence=0),
@@ -129,14 +138,15 @@ def test_schedule_by_key_and_occurrence(policy: Policy) -> None:
             return statuses
 
     with SimServer(policy, faults=plan) as srv:
-        assert asyncio.run(go()) == [503, 200, 200, 500, 200]
+        assert await go() == [503, 200, 200, 500, 200]
         log = srv.log
     assert [e["occurrence"] for e in log] == [0, 0, 1, 2, 3]
     assert [e["fault"] for e in log] == ["http_503", None, None, "http_500", None]
     assert srv.keys_served_ok() == [request_key(chat_body("r1", 9)), key, key]
 
 
-def test_schedule_by_row_and_nth(policy: Policy) -> None:
+@pytest.mark.anyio
+async def test_schedule_by_row_and_nth(policy: Policy) -> None:
     plan = FaultPlan(schedule=[ScheduledFault("http_500", row_id="r3", occurrence=1),
                                ScheduledFault("http_503", nth=0)])
 
@@ -145,7 +155,7 @@ def test_schedule_by_row_and_nth(policy: Policy) -> None:
             return [(await client.post("/chat/completions", json=chat_body("r3", s))).status_code for s in range(3)]
 
     with SimServer(policy, faults=plan) as srv:
-        assert asyncio.run(go()) == [503, 500, 200]
+        assert await go() == [503, 500, 200]
 
 
 def test_rate_decisions_are_pure_functions_of_key_and_occurrence() -> None:
@@ -162,7 +172,8 @@ def test_rate_decisions_are_pure_functions_of_key_and_occurrence() -> None:
     assert FaultPlan().decide(facts[0]) is None
 
 
-def test_rates_observed_over_http_match_the_plan(policy: Policy) -> None:
+@pytest.mark.anyio
+async def test_rates_observed_over_http_match_the_plan(policy: Policy) -> None:
     plan = FaultPlan(rates={"http_500": 0.25, "empty_choices": 0.25}, seed=1)
     bodies = [chat_body(r, s) for r in ("r1", "r2", "r3") for s in range(10)]
 
@@ -171,7 +182,7 @@ def test_rates_observed_over_http_match_the_plan(policy: Policy) -> None:
             return [await client.post("/chat/completions", json=b) for b in bodies]
 
     with SimServer(policy, faults=plan) as srv:
-        responses = asyncio.run(go())
+        responses = await go()
     for b, response in zip(bodies, responses):
         expected = plan.decide(RequestFacts(index=0, key=request_key(b), occurrence=0))
         if expected == "http_500":

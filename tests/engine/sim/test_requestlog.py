@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
+import pytest
+
 from pathlib import Path
 
 import httpx
@@ -14,7 +15,8 @@ from engine.sim.server import SimServer
 from tests.engine.sim.fake_benchmark import answering_messages
 
 
-def test_log_records_every_request_in_arrival_order(policy: Policy, tmp_path: Path) -> None:
+@pytest.mark.anyio
+async def test_log_records_every_request_in_arrival_order(policy: Policy, tmp_path: Path) -> None:
     log_path = tmp_path / "sub" / "requests.jsonl"
     answer = {"model": "qwen", "seed": 4, "messages": answering_messages("r4")}
     planner = {"model": "qwen", "seed": 5,
@@ -30,7 +32,7 @@ def test_log_records_every_request_in_arrival_order(policy: Policy, tmp_path: Pa
                     for b in (answer, answer, planner, reflection, unmatched)]
 
     with SimServer(policy, faults=plan, log_path=str(log_path)) as srv:
-        assert asyncio.run(go()) == [500, 200, 200, 200, 200]
+        assert await go() == [500, 200, 200, 200, 200]
         log = srv.log
         assert read_log_file(log_path) == log  # readable while the server runs
         assert srv.status_counts()[200] == 4 and srv.fault_counts() == {"http_500": 1}
@@ -57,7 +59,8 @@ def test_log_is_a_copy(server: SimServer) -> None:
     assert server.log == []
 
 
-def test_log_file_appends_across_servers(policy: Policy, tmp_path: Path) -> None:
+@pytest.mark.anyio
+async def test_log_file_appends_across_servers(policy: Policy, tmp_path: Path) -> None:
     log_path = tmp_path / "requests.jsonl"
     body = {"model": "qwen", "seed": 1, "messages": answering_messages("r1")}
     for _ in range(2):
@@ -65,5 +68,5 @@ def test_log_file_appends_across_servers(policy: Policy, tmp_path: Path) -> None
             async def go() -> None:
                 async with httpx.AsyncClient(base_url=srv.base_url) as client:
                     await client.post("/chat/completions", json=body)
-            asyncio.run(go())
+            await go()
     assert [e["index"] for e in read_log_file(log_path)] == [0, 0]

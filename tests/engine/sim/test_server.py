@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import asyncio
 import json
 
@@ -19,12 +21,13 @@ def chat_body(row_id: str, seed: int, **extra: object) -> dict:
     return {"model": "qwen", "seed": seed, "messages": answering_messages(row_id), **extra}
 
 
-def test_chat_completion_round_trip_is_labelled_and_deterministic(server: SimServer, policy: Policy) -> None:
+@pytest.mark.anyio
+async def test_chat_completion_round_trip_is_labelled_and_deterministic(server: SimServer, policy: Policy) -> None:
     async def go() -> list[httpx.Response]:
         async with httpx.AsyncClient(base_url=server.base_url) as client:
             return [await client.post("/chat/completions", json=chat_body("r2", 11)) for _ in range(2)]
 
-    first, second = asyncio.run(go())
+    first, second = await go()
     assert first.status_code == 200 and first.headers["X-Simulated-Endpoint"] == "true"
     assert first.content == second.content
     data = first.json()
@@ -33,7 +36,8 @@ def test_chat_completion_round_trip_is_labelled_and_deterministic(server: SimSer
     assert server.base_url.startswith("http://127.0.0.1:") and server.base_url.endswith("/v1")
 
 
-def test_openai_client_parses_tool_calls(server: SimServer, policy: Policy) -> None:
+@pytest.mark.anyio
+async def test_openai_client_parses_tool_calls(server: SimServer, policy: Policy) -> None:
     row = BENCH.load_rows(["t1"])[0]
     seed = next(s for s in range(100) if policy.expected_mode(row, answering_messages("t1")[0]["content"], s) is None)
 
@@ -45,7 +49,7 @@ def test_openai_client_parses_tool_calls(server: SimServer, policy: Policy) -> N
         finally:
             await client.close()
 
-    completion = asyncio.run(go())
+    completion = await go()
     choice = completion.choices[0]
     assert choice.finish_reason == "tool_calls"
     call = choice.message.tool_calls[0]
@@ -54,13 +58,14 @@ def test_openai_client_parses_tool_calls(server: SimServer, policy: Policy) -> N
     assert completion.usage is not None and completion.usage.total_tokens > 0
 
 
-def test_models_and_unknown_route(server: SimServer) -> None:
+@pytest.mark.anyio
+async def test_models_and_unknown_route(server: SimServer) -> None:
     async def go():
         async with httpx.AsyncClient(base_url=server.base_url) as client:
             return await client.get("/models"), await client.get("/nope"), await client.post("/chat/completions",
                                                                                              content=b"{oops")
 
-    models, missing, bad = asyncio.run(go())
+    models, missing, bad = await go()
     assert models.status_code == 200 and models.headers["X-Simulated-Endpoint"] == "true"
     ids = [m["id"] for m in models.json()["data"]]
     assert "simulated-reflection" in ids
@@ -69,7 +74,8 @@ def test_models_and_unknown_route(server: SimServer) -> None:
     assert server.log[-1]["status"] == 400 and server.log[-1]["key"] is None
 
 
-def test_sixty_four_concurrent_requests_are_all_served(policy: Policy) -> None:
+@pytest.mark.anyio
+async def test_sixty_four_concurrent_requests_are_all_served(policy: Policy) -> None:
     ids = [r.id for r in BENCH.load_rows(BENCH.splits().eval_ids)]
 
     async def go() -> list[httpx.Response]:
@@ -81,7 +87,7 @@ def test_sixty_four_concurrent_requests_are_all_served(policy: Policy) -> None:
             return list(await asyncio.gather(*tasks))
 
     with SimServer(policy, delay_s=0.05) as srv:
-        responses = asyncio.run(go())
+        responses = await go()
         log = srv.log
     assert [r.status_code for r in responses] == [200] * 64
     assert sorted(e["index"] for e in log) == list(range(64))
@@ -90,14 +96,15 @@ def test_sixty_four_concurrent_requests_are_all_served(policy: Policy) -> None:
         assert response.json() == policy.respond(chat_body(ids[i % len(ids)], i))
 
 
-def test_in_loop_start_and_stop(policy: Policy) -> None:
+@pytest.mark.anyio
+async def test_in_loop_start_and_stop(policy: Policy) -> None:
     async def go() -> int:
         async with SimServer(policy) as srv:
             async with httpx.AsyncClient() as client:
                 response = await client.post(f"{srv.base_url}/chat/completions", json=chat_body("r1", 0))
         return response.status_code
 
-    assert asyncio.run(go()) == 200
+    assert await go() == 200
 
 
 def test_stop_is_idempotent(policy: Policy) -> None:
@@ -118,10 +125,11 @@ def test_port_in_use_raises_and_leaves_nothing_running(policy: Policy) -> None:
             raise AssertionError("a second server bound the same port")
 
 
-def test_streaming_requests_are_rejected_with_400(server: SimServer) -> None:
+@pytest.mark.anyio
+async def test_streaming_requests_are_rejected_with_400(server: SimServer) -> None:
     async def go() -> httpx.Response:
         async with httpx.AsyncClient(base_url=server.base_url) as client:
             return await client.post("/chat/completions", json={**chat_body("r1", 0), "stream": True})
 
-    response = asyncio.run(go())
+    response = await go()
     assert response.status_code == 400 and "stream" in response.json()["error"]["message"]
