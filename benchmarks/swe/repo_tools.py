@@ -135,7 +135,7 @@ def search_repo(root: Path, args: dict[str, Any]) -> str:
 @functools.lru_cache(maxsize=1)
 def network_namespace_prefix() -> tuple[str, ...] | None:
     """`unshare --net` (plus a user namespace when not root), tried once; None when neither works."""
-    options = [("unshare", "--net")] if os.geteuid() == 0 else []
+    options: list[tuple[str, ...]] = [("unshare", "--net")] if os.geteuid() == 0 else []
     options.append(("unshare", "--user", "--map-root-user", "--net"))
     for prefix in options:
         try:
