@@ -27,7 +27,7 @@ from engine.job.benchmark_setup import configure_benchmark, tool_environment
 from engine.job.artifacts import read_json, read_sealed, write_json_atomic, write_jsonl_atomic, write_sealed
 from engine.job.config import DEFAULT_REFLECTION_URL, JobConfig
 from engine.job.data import JobData
-from engine.job.evaluation import Evaluation, Evaluator, failure_counts
+from engine.job.evaluation import Evaluation, Evaluator, SharedEvaluations, failure_counts
 from engine.job.identity import build_identity, check_out_dir, claimed_tables, write_identity
 from engine.job.optimization import LedgerRunner, component_usage, learning_curve, task_model_clients
 from engine.job.phases import check_phase_inputs, phase_summary
@@ -104,18 +104,27 @@ def prepare(cfg: JobConfig, bench: Benchmark | None = None
     return bench, topology, optimizer, data, seed, identity
 
 
-async def run_job(cfg: JobConfig, bench: Benchmark | None = None) -> dict[str, Any]:
+async def run_job(cfg: JobConfig, bench: Benchmark | None = None, *, shared_pool: EndpointPool | None = None,
+                  shared_reflection: Endpoint | None = None,
+                  shared_evaluations: SharedEvaluations | None = None) -> dict[str, Any]:
+    """One job. A sweep (engine/sweep) passes its checked endpoint pool and reflection endpoint (shared by all its
+    jobs: one in-flight limit per endpoint) and its shared-evaluation cache; alone, the job opens its own."""
     bench, topology, optimizer, data, seed_bundle, identity = prepare(cfg, bench)
     resuming = check_out_dir(cfg.out, identity)
     check_phase_inputs(cfg)
     async with AsyncExitStack() as stack:
-        pool, urls = await open_task_pool(stack, cfg.task_endpoints, task=cfg.cell.task, data_dir=cfg.data_dir,
-                                          model_id=cfg.task_model_id, concurrency=cfg.concurrency,
-                                          request_timeout=cfg.request_timeout, sim_delay_s=cfg.sim_delay_s,
-                                          reflection_model=cfg.reflection_model, api_key_env=cfg.api_key_env,
-                                          startup_timeout=cfg.startup_timeout)
+        if shared_pool is not None:
+            pool, urls = shared_pool, [e.base_url for e in shared_pool.endpoints]
+        else:
+            pool, urls = await open_task_pool(stack, cfg.task_endpoints, task=cfg.cell.task, data_dir=cfg.data_dir,
+                                              model_id=cfg.task_model_id, concurrency=cfg.concurrency,
+                                              request_timeout=cfg.request_timeout, sim_delay_s=cfg.sim_delay_s,
+                                              reflection_model=cfg.reflection_model, api_key_env=cfg.api_key_env,
+                                              startup_timeout=cfg.startup_timeout)
         reflection: Endpoint | None = None
-        if uses_reflection(cfg.method) and not _optimization_completed(cfg.out):
+        if uses_reflection(cfg.method) and shared_reflection is not None:
+            reflection = shared_reflection
+        elif uses_reflection(cfg.method) and not _optimization_completed(cfg.out):
             # its own endpoint (the simulated one when simulated without one), checked before anything is written
             reflection_url = cfg.reflection_endpoint or (urls[0] if cfg.simulated else DEFAULT_REFLECTION_URL)
             reflection = await open_reflection_endpoint(
@@ -140,7 +149,8 @@ async def run_job(cfg: JobConfig, bench: Benchmark | None = None) -> dict[str, A
             await store.set_node_status(run_node, "running", actor="engine:job",
                                         reason=f"resumed (store generation {store.generation})")
             await _cancel_interrupted(store, run_node)
-        job = _Job(cfg, identity, bench, topology, optimizer, data, seed_bundle, store, pool, run_node, reflection)
+        job = _Job(cfg, identity, bench, topology, optimizer, data, seed_bundle, store, pool, run_node, reflection,
+                   shared_evaluations)
         try:
             result = await job.run()
         except BaseException as exc:
@@ -162,7 +172,8 @@ async def run_job(cfg: JobConfig, bench: Benchmark | None = None) -> dict[str, A
 class _Job:
     def __init__(self, cfg: JobConfig, identity: dict[str, Any], bench: Benchmark, topology: Any,
                  optimizer: Optimizer, data: JobData, seed_bundle: PromptBundle, store: Store, pool: EndpointPool,
-                 run_node: str, reflection: Endpoint | None = None):
+                 run_node: str, reflection: Endpoint | None = None,
+                 shared_evaluations: SharedEvaluations | None = None):
         self.cfg, self.identity, self.bench, self.topology = cfg, identity, bench, topology
         self.run_node, self.reflection_endpoint = run_node, reflection
         self.optimizer, self.data, self.seed_bundle, self.store = optimizer, data, seed_bundle, store
@@ -172,7 +183,7 @@ class _Job:
                              retry=cfg.retry, concurrency=cfg.concurrency,
                              on_record=Progress(self.ledger, cfg.quiet))
         self.evaluator = Evaluator(runner=self.runner, job_dir=self.out, condition=identity["condition"],
-                                   evaluation_seed=cfg.seed)
+                                   evaluation_seed=cfg.seed, shared=shared_evaluations)
 
     async def run(self) -> dict[str, Any]:
         """The phases up to `cfg.phase` (each resumes from its sealed artifact when it exists)."""
