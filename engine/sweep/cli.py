@@ -40,6 +40,7 @@ def add_grid_options(p: argparse.ArgumentParser) -> None:
                    '"allow_any_cell"?, "data_dir"?}]} instead of the protocol grid')
     g.add_argument("--data-dir", action="append", default=[], metavar="TASK=DIR", help="a task's data directory")
     g.add_argument("--budget", type=int_in("--budget", 1, 600), default=600, help="rollout budget per job")
+    g.add_argument("--allow-small-budget", action="store_true", help="run methods below their smallest budget")
 
 
 def data_dirs(items: list[str]) -> dict[str, str]:

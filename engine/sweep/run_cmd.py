@@ -31,7 +31,6 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--sweep-dir", required=True, help="sweep.sqlite, runs/<method>/<task>/<key>/<model>/<seed>/, "
                    "evaluation cache and summary.json live here")
     add_grid_options(p)
-    p.add_argument("--allow-small-budget", action="store_true")
     e = p.add_argument_group("endpoints")
     e.add_argument("--task-endpoint", action="append", default=None, help="repeatable; else --endpoints-file, "
                    "else TASK_ENDPOINTS")
