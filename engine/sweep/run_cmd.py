@@ -4,9 +4,10 @@ shared endpoint pool (local executor, or Ray with `--executor ray --address ...`
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
-from contextlib import ExitStack
+from contextlib import AsyncExitStack, ExitStack
 from pathlib import Path
 
 import anyio
@@ -16,12 +17,13 @@ from core.errors import UsageError
 from engine.chat.preflight import DEFAULT_STARTUP_TIMEOUT_S
 from engine.cli.args import StrictParser, check_out_directory, int_in, positive_float
 from engine.sweep.cli import add_grid_options, planned_jobs
-from engine.sweep.endpoints import EndpointSpec, simulated, task_urls_from
+from engine.sweep.endpoints import EndpointSpec, open_shared, simulated, task_urls_from
 from engine.sweep.evalcache import EvaluationCache
 from engine.sweep.jobcall import JobSettings
 from engine.sweep.plan import JobSpec
 from engine.sweep.progress import Progress
 from engine.sweep.state import SweepState
+from optimizers.registry import uses_reflection
 
 SIM_MODEL, SIM_REFLECTION = "simulated-policy", "simulated-reflection"
 
@@ -49,6 +51,8 @@ def make_parser() -> argparse.ArgumentParser:
     x.add_argument("--executor", choices=("local", "ray"), default="local")
     x.add_argument("--address", default=None, help="Ray cluster address (required with --executor ray; never "
                    "auto-detected); `local` starts a private one-machine instance")
+    x.add_argument("--ray-local-cpus", type=int_in("--ray-local-cpus", 1), default=None,
+                   help="CPUs of the private instance of `--address local` (default: all)")
     x.add_argument("--max-jobs", type=int_in("--max-jobs", 1), default=64, help="jobs running at once")
     x.add_argument("--job-retries", type=int_in("--job-retries", 0), default=1, help="extra attempts per job")
     x.add_argument("--evaluation-cache", default=None, help="shared evaluations (default SWEEP_DIR/evaluations)")
@@ -67,24 +71,52 @@ def settings_from(args: argparse.Namespace, model_id: str) -> JobSettings:
 
 
 def run_main(argv: Sequence[str]) -> int:
+    """Everything that can fail on bad input (options, grid, endpoints, the start-up check of every endpoint)
+    fails before the sweep directory is written."""
     args = make_parser().parse_args(list(argv))
     sweep_dir = Path(args.sweep_dir)
     check_out_directory(sweep_dir, "--sweep-dir")
     jobs = planned_jobs(args)
-    runnable = [j for j in jobs if j.runnable]
-    if args.executor == "ray" and not args.address:
-        raise UsageError("--executor ray needs --address (a running cluster's address, or `local`); it never "
-                         "connects to a cluster it was not told about")
+    if args.executor == "ray" and args.address in (None, "", "auto"):
+        raise UsageError("--executor ray needs --address naming a running cluster (host:port, ray://host:10001) or "
+                         "`local`; it never connects to a cluster it was not told about (`auto` is refused)")
     urls = () if args.simulated else task_urls_from(args.task_endpoint, args.endpoints_file)
     if not args.simulated and not urls:
         raise UsageError("no task endpoint: give --task-endpoint, --endpoints-file or TASK_ENDPOINTS (see `sweep "
                          "serve`), or --simulated")
-    import os
-
     model_id = SIM_MODEL if args.simulated else (args.model_id or os.environ.get("MODEL_ID") or "")
     if not model_id:
         raise UsageError("--model-id (or MODEL_ID) is required with real task endpoints")
     settings = settings_from(args, model_id)
+    with ExitStack() as stack:
+        if args.simulated:
+            tasks = sorted({parse_cell(j.cell).task for j in jobs if j.runnable}) or ["bfcl"]
+            url = stack.enter_context(simulated(tasks, None, args.sim_delay_ms / 1000.0))
+            urls, reflection = (url,), url
+        else:
+            reflection = args.reflection_endpoint or os.environ.get("REFLECTION_MODEL_BASE_URL") or None
+        endpoints = EndpointSpec(urls, reflection, args.limit)
+        needs_reflection = any(uses_reflection(j.method) for j in jobs if j.runnable)
+        anyio.run(lambda: check_shared(endpoints, model_id, settings.reflection_model if needs_reflection else None,
+                                       args.startup_timeout))
+        counts = run_checked(args, jobs, sweep_dir, settings, endpoints, model_id)
+    print(f"sweep: finished={counts['finished']} failed={counts['failed']} not_implemented="
+          f"{counts['not_implemented']} pending={counts['pending'] + counts['running']}", file=sys.stderr)
+    if not args.no_aggregate and counts["finished"]:
+        aggregate(sweep_dir, args.include_nonconformant)
+    return 0 if counts["failed"] == 0 else 1
+
+
+async def check_shared(endpoints: EndpointSpec, model_id: str, reflection_model: str | None,
+                       startup_timeout: float) -> None:
+    async with AsyncExitStack() as stack:
+        await open_shared(stack, endpoints, model_id=model_id, reflection_model=reflection_model,
+                          request_timeout=60.0, startup_timeout=startup_timeout)
+
+
+def run_checked(args: argparse.Namespace, jobs: list[JobSpec], sweep_dir: Path, settings: JobSettings,
+                endpoints: EndpointSpec, model_id: str) -> dict[str, int]:
+    runnable = [j for j in jobs if j.runnable]
     sweep_dir.mkdir(parents=True, exist_ok=True)
     state = SweepState(sweep_dir / "sweep.sqlite")
     try:
@@ -97,24 +129,11 @@ def run_main(argv: Sequence[str]) -> int:
               f"{done} already finished, {len(todo)} to run", file=sys.stderr, flush=True)
         cache = EvaluationCache(Path(args.evaluation_cache) if args.evaluation_cache else sweep_dir / "evaluations")
         progress = Progress(len(runnable), done, quiet=args.quiet)
-        with ExitStack() as stack:
-            if args.simulated:
-                tasks = sorted({parse_cell(j.cell).task for j in todo}) or ["bfcl"]
-                url = stack.enter_context(simulated(tasks, None, args.sim_delay_ms / 1000.0))
-                urls, reflection = (url,), url
-            else:
-                reflection = args.reflection_endpoint or os.environ.get("REFLECTION_MODEL_BASE_URL") or None
-            endpoints = EndpointSpec(urls, reflection, args.limit)
-            execute(args, todo, sweep_dir, state, settings, endpoints, model_id, cache, progress)
+        execute(args, todo, sweep_dir, state, settings, endpoints, model_id, cache, progress)
         progress.close()
-        counts = state.counts()
+        return state.counts()
     finally:
         state.close()
-    print(f"sweep: finished={counts['finished']} failed={counts['failed']} not_implemented="
-          f"{counts['not_implemented']} pending={counts['pending'] + counts['running']}", file=sys.stderr)
-    if not args.no_aggregate and counts["finished"]:
-        aggregate(sweep_dir, args.include_nonconformant)
-    return 0 if counts["failed"] == 0 else 1
 
 
 def execute(args: argparse.Namespace, todo: list[JobSpec], sweep_dir: Path, state: SweepState,
@@ -125,7 +144,7 @@ def execute(args: argparse.Namespace, todo: list[JobSpec], sweep_dir: Path, stat
 
         run_ray(todo, sweep_dir, state, settings, endpoints, model_id=model_id, address=args.address,
                 max_jobs=args.max_jobs, job_retries=args.job_retries, cache=cache,
-                startup_timeout=args.startup_timeout, progress=progress)
+                startup_timeout=args.startup_timeout, progress=progress, local_cpus=args.ray_local_cpus)
         return
     from engine.sweep.local import run_local
 
