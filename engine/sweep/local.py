@@ -9,12 +9,14 @@ their rows stay `running`, and the next run resumes them from their stores.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
 
 import anyio
 
 from engine.chat.auth import scrub
+from engine.chat.endpoint import EndpointPool
 from engine.sweep.endpoints import EndpointSpec, open_shared
 from engine.sweep.evalcache import EvaluationCache
 from engine.sweep.jobcall import JobSettings, run_spec
@@ -32,7 +34,10 @@ def error_line(exc: BaseException) -> str:
 
 async def run_local(specs: list[JobSpec], sweep_dir: Path, state: SweepState, settings: JobSettings,
                     endpoints: EndpointSpec, *, model_id: str, max_jobs: int, job_retries: int,
-                    cache: EvaluationCache | None, startup_timeout: float, progress: Progress) -> None:
+                    cache: EvaluationCache | None, startup_timeout: float, progress: Progress,
+                    observe: Callable[[EndpointPool], Awaitable[None]] | None = None) -> None:
+    """Run `specs` to completion; `observe(pool)` (benchmarks: in-flight sampling) runs beside them and is
+    cancelled when they are done."""
     needs_reflection = any(uses_reflection(s.method) for s in specs)
     async with AsyncExitStack() as stack:
         pool, reflection = await open_shared(
@@ -58,6 +63,10 @@ async def run_local(specs: list[JobSpec], sweep_dir: Path, state: SweepState, se
                     progress.finished(spec.key, result.get("test", {}).get("delta_pp"))
                     return
 
-        async with anyio.create_task_group() as tg:
-            for spec in specs:
-                tg.start_soon(one, spec)
+        async with anyio.create_task_group() as outer:
+            if observe is not None:
+                outer.start_soon(observe, pool)
+            async with anyio.create_task_group() as tg:
+                for spec in specs:
+                    tg.start_soon(one, spec)
+            outer.cancel_scope.cancel()

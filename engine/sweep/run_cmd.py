@@ -88,6 +88,7 @@ def run_main(argv: Sequence[str]) -> int:
     if not model_id:
         raise UsageError("--model-id (or MODEL_ID) is required with real task endpoints")
     settings = settings_from(args, model_id)
+    reflection: str | None
     with ExitStack() as stack:
         if args.simulated:
             tasks = sorted({parse_cell(j.cell).task for j in jobs if j.runnable}) or ["bfcl"]
