@@ -119,3 +119,30 @@ def test_kill_9_midway_then_rerun_resumes_to_the_same_results(tmp_path):
             assert keys <= _rollouts(sw / "runs" / k / "card.sqlite")
     keys = list(alone)
     assert results(sw / "runs", keys) == results(tmp_path / "alone", keys)
+
+
+def test_ctrl_c_stops_cleanly_and_the_rerun_finishes(tmp_path):
+    servers = start_servers(2, delay_s=0.01)
+    sw = tmp_path / "sw"
+    args = ["run", "--sweep-dir", str(sw), *SELECTION, *endpoint_args(servers), "--limit", "4", "--max-jobs", "6",
+            "--no-aggregate"]
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "engine", "sweep", *args], cwd=ROOT, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        deadline = time.monotonic() + 200
+        while time.monotonic() < deadline and _finished(sw / "sweep.sqlite")[1] < 2:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130 and err.strip().splitlines()[-1] == "error: interrupted"
+        assert "Traceback" not in err
+        again = sweep(*args)
+    finally:
+        for s in servers:
+            s.stop()
+    assert again.returncode == 0, again.stderr[-2000:]
+    db = sqlite3.connect(str(sw / "sweep.sqlite"))
+    assert [r[0] for r in db.execute("SELECT DISTINCT status FROM jobs")] == ["finished"]
+    for (key,) in db.execute("SELECT key FROM jobs"):  # no node was left `running` in any store
+        card = sqlite3.connect(str(sw / "runs" / key / "card.sqlite"))
+        assert card.execute("SELECT COUNT(*) FROM nodes WHERE status='running'").fetchone()[0] == 0
