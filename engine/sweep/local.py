@@ -9,7 +9,8 @@ their rows stay `running`, and the next run resumes them from their stores.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
+from typing import Any
 from contextlib import AsyncExitStack
 from pathlib import Path
 
@@ -35,7 +36,7 @@ def error_line(exc: BaseException) -> str:
 async def run_local(specs: list[JobSpec], sweep_dir: Path, state: SweepState, settings: JobSettings,
                     endpoints: EndpointSpec, *, model_id: str, max_jobs: int, job_retries: int,
                     cache: EvaluationCache | None, startup_timeout: float, progress: Progress,
-                    observe: Callable[[EndpointPool], Awaitable[None]] | None = None) -> None:
+                    observe: Callable[[EndpointPool], Coroutine[Any, Any, None]] | None = None) -> None:
     """Run `specs` to completion; `observe(pool)` (benchmarks: in-flight sampling) runs beside them and is
     cancelled when they are done."""
     needs_reflection = any(uses_reflection(s.method) for s in specs)
