@@ -28,7 +28,7 @@ from optimizers.registry import uses_reflection
 
 
 def error_line(exc: BaseException) -> str:
-    if isinstance(exc, BaseExceptionGroup):
+    while isinstance(exc, BaseExceptionGroup):  # the first leaf names the cause
         exc = exc.exceptions[0]
     return " ".join(scrub(f"{type(exc).__name__}: {exc}").split())
 

@@ -1,0 +1,35 @@
+"""With 5xx faults on both endpoints, the only requests a sweep sends twice are same-seed retries of a failed one."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import defaultdict
+
+from engine.sim.build import build_policy
+from engine.sim.faults import FaultPlan
+from engine.sim.server import SimServer
+from tests.engine.sweep.sweeputil import endpoint_args, model_requests, sweep
+
+
+def test_duplicates_are_only_same_seed_retries_of_failed_requests(tmp_path):
+    policy = build_policy(["bfcl"], None)
+    servers = [SimServer(policy, faults=FaultPlan(rates={"http_500": 0.03}, seed=i)).start() for i in range(2)]
+    try:
+        proc = sweep("run", "--sweep-dir", str(tmp_path / "sw"), "--tasks", "bfcl", "--methods", "identity",
+                     "--table", "3", "--topologies", "single,independent", *endpoint_args(servers), "--no-aggregate")
+        entries = [e for s in servers for e in model_requests(s.log)]
+    finally:
+        for s in servers:
+            s.stop()
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    by_key: dict[str, list[dict]] = defaultdict(list)
+    for e in entries:
+        by_key[e["key"]].append(e)
+    repeated = {k: v for k, v in by_key.items() if len(v) > 1}
+    assert repeated, "no fault was injected: the test would show nothing"
+    for key, sent in repeated.items():
+        assert sum(1 for e in sent if e["status"] == 200 and e["fault"] is None) <= 1, key  # answered at most once
+        assert sum(1 for e in sent if e["fault"] is not None) >= len(sent) - 1, key  # every extra send was a retry
+        assert len({e["seed"] for e in sent}) == 1, key  # with the same seed
+    db = sqlite3.connect(str(tmp_path / "sw" / "sweep.sqlite"))
+    assert [r[0] for r in db.execute("SELECT DISTINCT status FROM jobs")] == ["finished"]
