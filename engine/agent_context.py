@@ -74,7 +74,7 @@ class RecordedAgentContext:
         body = self._body(role, member, turn, messages, tools)
         request_key = content_hash(body)
         started = utc_now()
-        cached = self.store.find_call(request_key)
+        cached = await self.store.find_call(request_key)
         if cached is not None:
             event_id, payload = cached
             response = payload["response"]
@@ -84,9 +84,8 @@ class RecordedAgentContext:
         else:
             replayed_from = None
             t0 = time.perf_counter()
-            endpoint = self.pool.pick()
             try:
-                response, latency = await endpoint.chat(body)
+                response, latency = await self.pool.chat(body)
             except InfrastructureError as exc:
                 if self.record_calls:
                     await self._record_turn(node, reads, worker, role, member, turn, body, request_key, None,

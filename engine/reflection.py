@@ -12,7 +12,7 @@ under the same logical request key (content hash of the request body) is replaye
 Reflection calls are not rollouts: they never touch the ledger; their calls and tokens are counted per purpose.
 
 The same mechanism serves the other uncharged model calls a method makes (protocol 8.3/8.4): a `ReflectionClient`
-built with `component="judge"` or `component="probe"` over the TASK endpoints (`PooledEndpoint`, round robin),
+built with `component="judge"` or `component="probe"` over the TASK endpoints (the outage-aware task pool itself),
 with that component's decoding (thinking off, the method's temperature / top-p / token cap, the task runners'
 repetition penalty). It records under its component name, seeds with the component in the phase slot, and
 replays on resume exactly like reflection. `complete(messages, ...)` sends a full message list (a probe's system
@@ -31,7 +31,6 @@ from core.canonical import content_hash, sha256_hex
 from core.errors import InfrastructureError
 from core.protocol import MAX_INFRA_RETRIES, REFLECTION_DECODING
 from core.seeds import request_seed
-from engine.chat.endpoint import EndpointPool
 from engine.runner import RetryPolicy
 from engine.store import Store, utc_now
 
@@ -45,23 +44,9 @@ class ChatEndpoint(Protocol):
     async def chat(self, body: dict[str, Any]) -> tuple[dict[str, Any], float]: ...
 
 
-class PooledEndpoint:
-    """The task endpoint pool seen as one endpoint (round robin per call): where judge and probe calls go."""
-
-    def __init__(self, pool: EndpointPool):
-        self.pool = pool
-
-    @property
-    def model_id(self) -> str:
-        return self.pool.model_id
-
-    async def chat(self, body: dict[str, Any]) -> tuple[dict[str, Any], float]:
-        return await self.pool.pick().chat(body)
-
-
 class ReflectionClient:
     """Implements core.optimizer.ReflectionModel (and core.optimizer.ModelClient) over one OpenAI-compatible
-    endpoint, recorded in the store under `component`."""
+    endpoint or an outage-aware pool of them, recorded in the store under `component`."""
 
     def __init__(self, *, endpoint: ChatEndpoint, store: Store, run_node: str, cell_id: str, optimizer_seed: int,
                  temperature: float | None = None, top_p: float | None = None,
@@ -124,7 +109,7 @@ class ReflectionClient:
 
     async def _call(self, body: dict[str, Any], request_key: str, purpose: str, key: str) -> dict[str, Any]:
         node_id = f"{self.component}/{purpose}/{request_key[:16]}"
-        cached = self.store.find_call(request_key)
+        cached = await self.store.find_call(request_key)
         if cached is not None:
             event_id, payload = cached
             self.replayed_calls += 1

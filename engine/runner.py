@@ -3,13 +3,17 @@
 One rollout = one full multi-agent execution of one row, scored 0/1. Infrastructure failures (transport, HTTP,
 malformed responses, zero observed model calls, scorer exceptions) are retried at most twice with the SAME
 request seed, never charged; after the third failed attempt the record is `infrastructure_failure`.
-A rollout already recorded in the store under the same logical key is replayed (no request, same ledger outcome).
+A rollout already recorded in the store under the same logical key is replayed (no request, same ledger outcome),
+except one that an EARLIER process recorded as an infrastructure failure: re-running a job attempts it again with
+its same seed (recovery after an outage; the failed attempts stay in the store).
+
+Whatever a topology raises inside an attempt goes through engine.containment (the one place exception groups are
+converted); this runner is the only catcher. Each attempt runs under a `fail_after` deadline.
 """
 
 from __future__ import annotations
 
 import os
-import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -19,7 +23,7 @@ from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 
 from core.benchmark import Benchmark
 from core.canonical import content_hash
-from core.errors import InfrastructureError, ScorerError
+from core.errors import EndpointTimeout, InfrastructureError, ScorerError
 from core.ledger import BudgetLedger, Reservation
 from core.models import AgentOutput, PromptBundle, RolloutRecord, RolloutStatus, Row, Score, Usage
 from core.protocol import MAX_INFRA_RETRIES
@@ -27,24 +31,12 @@ from core.scrub import scrub, secret_values
 from core.topology import Topology
 from engine.agent_context import RecordedAgentContext
 from engine.chat.endpoint import EndpointPool
+from engine.containment import attempt_failure
+from engine.retry import RetryPolicy
 from engine.store import Store
 
 BUDGET_EXHAUSTED_ERROR = "rollout budget exhausted; rollout not executed"
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    base_delay: float = 0.5
-    max_delay: float = 30.0
-    honour_retry_after: bool = True
-
-    def delay(self, attempt: int, exc: BaseException | None, key: str) -> float:
-        if self.honour_retry_after and isinstance(exc, InfrastructureError) and exc.retry_after is not None:
-            return min(exc.retry_after, self.max_delay)
-        if self.base_delay <= 0:
-            return 0.0
-        jitter = random.Random(f"{key}|{attempt}").uniform(0.5, 1.0)  # keyed, never a shared RNG
-        return min(self.max_delay, self.base_delay * 2 ** (attempt - 1)) * jitter
+Outcome = tuple[AgentOutput, Score, Usage, float]
 
 
 @dataclass(frozen=True)
@@ -75,8 +67,11 @@ class _Slot:
 class Runner:
     def __init__(self, *, store: Store, pool: EndpointPool, bench: Benchmark, topology: Topology,
                  run_node: str, retry: RetryPolicy = RetryPolicy(), concurrency: int | None = None,
-                 record_calls: bool = True, on_record: Callable[[RolloutRecord], None] | None = None):
+                 record_calls: bool = True, on_record: Callable[[RolloutRecord], None] | None = None,
+                 attempt_timeout: float | None = None):
         self.store, self.pool, self.bench, self.topology = store, pool, bench, topology
+        self.attempt_timeout = attempt_timeout  # None: no deadline beyond each request's own
+        self._executed: set[str] = set()  # rollout keys executed by this process (never re-attempted twice)
         self.run_node = run_node
         self.retry = retry
         self.limiter = anyio.CapacityLimiter(concurrency or pool.capacity)
@@ -118,33 +113,51 @@ class Runner:
         return f"{spec.phase}/{spec.row.id}/{spec.rollout_key[:16]}"
 
     async def _rollout(self, spec: RolloutSpec, decoding: dict[str, Any], slot: _Slot) -> RolloutRecord:
-        stored = self.store.find_rollout(spec.rollout_key) if self.record_calls else None
-        if stored is not None:
+        stored = await self.store.find_rollout(spec.rollout_key) if self.record_calls else None
+        if stored is not None and not self._recover(spec, stored):
             record = RolloutRecord.model_validate(stored).model_copy(update={"replayed": True})
             for _ in range(record.attempts - (1 if record.status.usable else 0)):
                 slot.infra_attempt()
             slot.commit(record.status)
             return self._emit(record)
         node_id = self._node_id(spec)
+        self._executed.add(spec.rollout_key)
         if self.record_calls:
-            await self.store.add_node(node_id=node_id, parent_id=self.run_node, instance_key=spec.row.id,
-                                      task_key=spec.phase, status="running", worker_key=None, level=1,
-                                      actor="engine:runner")
+            added = await self.store.add_node(node_id=node_id, parent_id=self.run_node, instance_key=spec.row.id,
+                                              task_key=spec.phase, status="running", worker_key=None, level=1,
+                                              actor="engine:runner")
+            if not added and stored is not None:
+                await self.store.set_node_status(
+                    node_id, "running", actor="engine:runner",
+                    reason=f"recovery: attempted again with the same request seed in store generation "
+                           f"{self.store.generation} (it ended as an infrastructure failure before)")
+        outcome, attempts, error = await self._attempts(spec, decoding, node_id, slot)
+        record = _record(spec, node_id, outcome, attempts, error)
+        charged = slot.commit(record.status)
+        record = record.model_copy(update={"charged": charged})
+        if self.record_calls:
+            await self._finish(spec, node_id, record)
+        return self._emit(record)
+
+    async def _attempts(self, spec: RolloutSpec, decoding: dict[str, Any], node_id: str, slot: _Slot
+                        ) -> tuple[Outcome | None, int, BaseException | None]:
+        """Up to 1 + MAX_INFRA_RETRIES attempts with the same seed: (outcome or None, attempts, last error)."""
         attempts = 0
         last_error: BaseException | None = None
-        outcome: tuple[AgentOutput, Score, Usage, float] | None = None
+        outcome: Outcome | None = None
         retrying = AsyncRetrying(
             stop=stop_after_attempt(MAX_INFRA_RETRIES + 1),
             wait=lambda state: self.retry.delay(state.attempt_number, last_error, spec.rollout_key),
-            retry=retry_if_exception_type((InfrastructureError, ScorerError)),
-            reraise=True,
-        )
+            retry=retry_if_exception_type((InfrastructureError, ScorerError)), reraise=True)
         try:
             async for attempt in retrying:
                 with attempt:
                     attempts = attempt.retry_state.attempt_number
                     try:
-                        outcome = await self._attempt(spec, decoding, node_id, attempts)
+                        try:
+                            outcome = await self._attempt(spec, decoding, node_id, attempts)
+                        except Exception as raw:  # contained: an attempt failure, or re-raised if it ends the job
+                            raise attempt_failure(raw) from raw
                     except (InfrastructureError, ScorerError) as exc:
                         last_error = exc
                         slot.infra_attempt()
@@ -156,36 +169,15 @@ class Runner:
                         raise
         except (InfrastructureError, ScorerError):
             pass
-        if outcome is None:
-            err = last_error
-            record = RolloutRecord(
-                rollout_id=node_id, example_id=spec.row.id, phase=spec.phase,
-                status=RolloutStatus.INFRASTRUCTURE_FAILURE, score=None, request_seed=spec.seed,
-                bundle_sha256=spec.bundle.digest, attempts=attempts,
-                error_kind=getattr(err, "kind", "infrastructure"), error=str(err)[:2000],
-                metadata={"evaluation_id": spec.evaluation_id, "position": spec.position},
-            )
-        else:
-            output, score, usage, latency = outcome
-            status = RolloutStatus.SUCCESS if score.value >= 1.0 else RolloutStatus.SEMANTIC_FAILURE
-            record = RolloutRecord(
-                rollout_id=node_id, example_id=spec.row.id, phase=spec.phase, status=status,
-                score=float(score.value), feedback=scrub(score.feedback, secret_values(os.environ)),
-                final_output=output, usage=usage,
-                request_seed=spec.seed, bundle_sha256=spec.bundle.digest, attempts=attempts,
-                latency_seconds=round(latency, 6),
-                metadata={"evaluation_id": spec.evaluation_id, "position": spec.position,
-                          "malformed": score.malformed, "scorer_metadata": score.metadata,
-                          **({"topology": output.metadata} if output.metadata else {})},
-            )
-        charged = slot.commit(record.status)
-        record = record.model_copy(update={"charged": charged})
-        if self.record_calls:
-            await self._finish(spec, node_id, record)
-        return self._emit(record)
+        return outcome, attempts, last_error
+
+    def _recover(self, spec: RolloutSpec, stored: dict[str, Any]) -> bool:
+        """A stored infrastructure failure from an earlier process is attempted again (recovery by re-running)."""
+        return (stored.get("status") == RolloutStatus.INFRASTRUCTURE_FAILURE.value
+                and not stored.get("budget_exhausted") and spec.rollout_key not in self._executed)
 
     async def _attempt(self, spec: RolloutSpec, decoding: dict[str, Any], node_id: str,
-                       attempt: int) -> tuple[AgentOutput, Score, Usage, float]:
+                       attempt: int) -> Outcome:
         execution_id = f"{node_id}#g{self.store.generation}a{attempt}"
         row = spec.row
         executor = None
@@ -202,7 +194,11 @@ class Runner:
         if self.record_calls and attempt > 1:
             await self.store.set_node_status(node_id, "running", actor="engine:runner",
                                              reason=f"retry attempt {attempt} with the same request seed")
-        output = await self.topology.run(row, spec.bundle, ctx, self.bench)
+        try:
+            with anyio.fail_after(self.attempt_timeout):
+                output = await self.topology.run(row, spec.bundle, ctx, self.bench)
+        except TimeoutError as exc:
+            raise EndpointTimeout(f"rollout attempt exceeded its deadline of {self.attempt_timeout} s") from exc
         if ctx.calls_observed == 0:
             raise ScorerError("zero observed model calls")
         try:
@@ -277,6 +273,28 @@ class Runner:
         if self.on_record is not None:
             self.on_record(record)
         return record
+
+
+def _record(spec: RolloutSpec, node_id: str, outcome: Outcome | None, attempts: int,
+            err: BaseException | None) -> RolloutRecord:
+    if outcome is None:
+        return RolloutRecord(
+            rollout_id=node_id, example_id=spec.row.id, phase=spec.phase,
+            status=RolloutStatus.INFRASTRUCTURE_FAILURE, score=None, request_seed=spec.seed,
+            bundle_sha256=spec.bundle.digest, attempts=attempts,
+            error_kind=getattr(err, "kind", "infrastructure"), error=str(err)[:2000],
+            metadata={"evaluation_id": spec.evaluation_id, "position": spec.position})
+    output, score, usage, latency = outcome
+    status = RolloutStatus.SUCCESS if score.value >= 1.0 else RolloutStatus.SEMANTIC_FAILURE
+    return RolloutRecord(
+        rollout_id=node_id, example_id=spec.row.id, phase=spec.phase, status=status,
+        score=float(score.value), feedback=scrub(score.feedback, secret_values(os.environ)),
+        final_output=output, usage=usage,
+        request_seed=spec.seed, bundle_sha256=spec.bundle.digest, attempts=attempts,
+        latency_seconds=round(latency, 6),
+        metadata={"evaluation_id": spec.evaluation_id, "position": spec.position,
+                  "malformed": score.malformed, "scorer_metadata": score.metadata,
+                  **({"topology": output.metadata} if output.metadata else {})})
 
 
 def rollout_key(**fields: Any) -> str:

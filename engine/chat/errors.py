@@ -2,8 +2,13 @@
 
 Everything the endpoint or the transport can do wrong before a scored observation exists is an
 InfrastructureError (retryable at the rollout level with the same request seed):
-connection errors, timeouts, HTTP 408/429/5xx, 400/other 4xx (context overflow included), malformed or empty
-responses. 429 carries Retry-After.
+connection errors, timeouts, HTTP 408/429/5xx, 400/other 4xx (context overflow included), and any body that cannot
+be parsed into the chat schema (not JSON, truncated JSON, HTML with 200, absurd nesting -> RecursionError, integers
+past Python's digit limit -> ValueError, wrong types, no choices). 429 carries Retry-After.
+
+An HTTP 200 whose message is well formed but EMPTY (no content, no tool calls) is NOT an infrastructure failure:
+protocol-v1 section 5.3 makes it an observed model call with a malformed answer, scored 0 (`semantic_failure`);
+thinking models that spend every token produce exactly this.
 """
 
 from __future__ import annotations
@@ -78,8 +83,37 @@ def classify_status(status: int, body: str, headers: Mapping[str, str]) -> Infra
     return BadRequestError(f"HTTP {status}: {detail}", status_code=status)
 
 
+MAX_USAGE_TOKENS = 2**53  # token counts outside [0, 2^53) are implausible: recorded as absent (null)
+
+
+def decode_body(text: str) -> Any:
+    """JSON text -> value; every way a body can fail to decode is a MalformedResponseError."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, digit limit, nesting past the recursion limit
+        raise MalformedResponseError(f"response body is not valid JSON: {type(exc).__name__}: "
+                                     f"{str(exc)[:200]}") from exc
+
+
+def _optional_str(value: Any, what: str) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise MalformedResponseError(f"{what} is not a string")
+    return value
+
+
+def _usage(raw: Any) -> dict[str, int | None]:
+    usage: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    out: dict[str, int | None] = {}
+    for key in ("prompt_tokens", "completion_tokens", "total_tokens"):
+        value = usage.get(key)
+        plausible = isinstance(value, int) and not isinstance(value, bool) and 0 <= value < MAX_USAGE_TOKENS
+        out[key] = value if plausible else None
+    return out
+
+
 def parse_completion(payload: Any) -> dict[str, Any]:
-    """Validate an OpenAI chat-completion body; malformed or empty responses raise MalformedResponseError."""
+    """Validate an OpenAI chat-completion body; anything that is not the chat schema raises
+    MalformedResponseError. Empty content without tool calls is returned as content "" (a semantic failure)."""
     if not isinstance(payload, dict):
         raise MalformedResponseError("response body is not a JSON object")
     choices = payload.get("choices")
@@ -89,26 +123,24 @@ def parse_completion(payload: Any) -> dict[str, Any]:
     message = choice.get("message") if isinstance(choice, dict) else None
     if not isinstance(message, dict):
         raise MalformedResponseError("response choice has no message")
-    content = message.get("content")
+    content = _optional_str(message.get("content"), "message content")
     raw_calls = message.get("tool_calls") or []
-    if content is not None and not isinstance(content, str):
-        raise MalformedResponseError("message content is not a string")
+    if not isinstance(raw_calls, list):
+        raise MalformedResponseError("message tool_calls is not a list")
     calls = []
     for call in raw_calls:
         fn = call.get("function") if isinstance(call, dict) else None
         if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
             raise MalformedResponseError("tool call without a function name")
-        calls.append({"id": call.get("id"), "name": fn["name"], "arguments": fn.get("arguments")})
-    if not (content and content.strip()) and not calls:
-        raise MalformedResponseError("empty response (no content and no tool calls)")
-    raw_usage = payload.get("usage")
-    usage: dict[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}
+        calls.append({"id": _optional_str(call.get("id"), "tool call id"), "name": fn["name"],
+                      "arguments": _optional_str(fn.get("arguments"), "tool call arguments")})
+    model = payload.get("model")
+    fingerprint = payload.get("system_fingerprint")
     return {
-        "content": content,
+        "content": content if content is not None or calls else "",
         "tool_calls": calls,
-        "finish_reason": choice.get("finish_reason"),
-        "usage": {k: usage.get(k) if isinstance(usage.get(k), int) else None
-                  for k in ("prompt_tokens", "completion_tokens", "total_tokens")},
-        "model": payload.get("model"),
-        "system_fingerprint": payload.get("system_fingerprint"),
+        "finish_reason": _optional_str(choice.get("finish_reason"), "finish_reason"),
+        "usage": _usage(payload.get("usage")),
+        "model": model if isinstance(model, str) else None,
+        "system_fingerprint": fingerprint if isinstance(fingerprint, str) else None,
     }

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import math
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +36,7 @@ from engine.job.config import (
     check_timeout,
     endpoints_from,
 )
-from engine.job.endpoints import open_task_pool
+from engine.job.endpoints import open_task_pool, watch_pools
 from engine.job.evaluation import Evaluator, failure_counts
 from engine.job.sandbox_gate import gate_sandbox
 from engine.runner import RetryPolicy, Runner
@@ -86,6 +87,8 @@ def check_run_options(args: argparse.Namespace) -> RunPlan:
         raise UsageError(f"--seed must be 0, 1 or 2, got {args.seed}")
     check_timeout(args.request_timeout, "--request-timeout")
     check_timeout(args.startup_timeout, "--startup-timeout")
+    if not (math.isfinite(args.max_outage) and args.max_outage >= 0):
+        raise UsageError(f"--max-outage must be a finite number of seconds >= 0, got {args.max_outage}")
     endpoints = check_endpoints_option(endpoints_from(args.task_endpoints))
     model_id = args.model_id or (os.environ.get("MODEL_ID") if endpoints else None)
     if endpoints and not model_id:
@@ -133,15 +136,17 @@ async def run_baseline(args: argparse.Namespace, plan: RunPlan) -> dict[str, Any
                                        model_id=plan.model_id, concurrency=args.concurrency,
                                        request_timeout=args.request_timeout,
                                        api_key_env=args.api_key_env or DEFAULT_API_KEY_ENV,
-                                       startup_timeout=args.startup_timeout)
+                                       startup_timeout=args.startup_timeout, max_outage=args.max_outage)
         store = await stack.enter_async_context(Store(plan.work / "card.sqlite", run_id=run_id))
+        await watch_pools(stack, store, pool)
         run_node = f"run/baseline/{run_id}"
         await store.add_node(node_id=run_node, parent_id=None, instance_key="baseline", task_key="baseline",
                              status="running", worker_key=None, level=0, actor="engine:run")
         runner = Runner(store=store, pool=pool, bench=plan.bench, topology=plan.topology, run_node=run_node,
                         retry=RetryPolicy(), concurrency=args.concurrency)
         evaluation = await Evaluator(runner=runner, job_dir=plan.work, condition=plan.condition,
-                                     evaluation_seed=args.seed).evaluate(plan.bundle, args.split, plan.rows)
+                                     evaluation_seed=args.seed).evaluate(plan.bundle, args.split, plan.rows,
+                                                                         keep_outputs=True)
         await store.set_node_status(run_node, "completed", actor="engine:run")
     write_jsonl_atomic(plan.out, [r.model_copy(update={"replayed": False}).model_dump(mode="json")
                                   for r in evaluation.records])

@@ -41,6 +41,10 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="deadline of the start-up check (one tiny chat completion per endpoint), seconds")
     p.add_argument("--unsafe-sandbox", action="store_true",
                    help="run model-written code without the jail when none can be built (marks a job non-conformant)")
+    p.add_argument("--max-outage", type=positive_float("--max-outage", allow_zero=True), default=900.0,
+                   metavar="SECONDS",
+                   help="how long the job waits while no task endpoint is healthy before rollouts fail "
+                        "(default 900 = 15 min); waits are not rollout attempts and are recorded in the card")
     p.add_argument("--quiet", action="store_true")
     wiki = p.add_argument_group("HotpotQA retrieval (task=hotpotqa needs exactly one; the tools never read the "
                                 "row's own context)")
@@ -86,7 +90,8 @@ def job_main(argv: list[str]) -> int:
                        quiet=args.quiet, request_timeout=args.request_timeout, api_key_env=args.api_key_env,
                        reflection_api_key_env=args.reflection_api_key_env, startup_timeout=args.startup_timeout,
                        unsafe_sandbox=args.unsafe_sandbox, phase=args.phase,
-                       allow_any_cell=args.allow_any_cell, dataset_options=dataset_options(args))
+                       allow_any_cell=args.allow_any_cell, dataset_options=dataset_options(args),
+                       max_outage=args.max_outage)
     result = anyio.run(run_job, cfg)
     print(json.dumps(summary_line(result), sort_keys=True))
     return 0

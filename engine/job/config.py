@@ -22,10 +22,12 @@ from engine.chat.auth import (
 )
 from engine.chat.preflight import DEFAULT_STARTUP_TIMEOUT_S
 from engine.cli.args import check_out_directory
+from engine.chat.endpoint import DEFAULT_MAX_OUTAGE_S, Timeouts
 from engine.runner import RetryPolicy
 
 SIMULATED_MODEL_ID = "simulated-policy"
 SIMULATED_REFLECTION_MODEL_ID = "simulated-reflection"
+MAX_CALLS_PER_ATTEMPT = 64
 DEFAULT_REFLECTION_URL = "http://localhost:8200/v1"  # protocol 5.4: REFLECTION_MODEL_BASE_URL default
 PHASES = ("all", "optimize", "validate", "test")
 
@@ -55,6 +57,13 @@ class JobConfig:
     phase: str = "all"  # all | optimize | validate | test: run phases up to and including this one
     allow_any_cell: bool = False  # off-grid cells run only with it, and are marked non-conformant
     dataset_options: dict[str, Any] = field(default_factory=dict)  # e.g. HotpotQA retrieval (wiki_dir, ...)
+    max_outage: float = DEFAULT_MAX_OUTAGE_S
+
+    @property
+    def attempt_timeout(self) -> float:
+        """Deadline of one rollout attempt: the longest pool outage it may wait through plus generous room for
+        the calls of a multi-agent rollout (MAX_CALLS_PER_ATTEMPT request deadlines)."""
+        return self.max_outage + MAX_CALLS_PER_ATTEMPT * Timeouts(read=self.request_timeout).deadline
 
     @property
     def simulated(self) -> bool:
@@ -112,7 +121,8 @@ def build_config(*, cell: str, method: str, seed: int, out: str, budget: int, ta
                  reflection_api_key_env: str | None = None,
                  startup_timeout: float = DEFAULT_STARTUP_TIMEOUT_S, unsafe_sandbox: bool = False,
                  phase: str = "all", allow_any_cell: bool = False,
-                 dataset_options: dict[str, Any] | None = None) -> JobConfig:
+                 dataset_options: dict[str, Any] | None = None,
+                 max_outage: float = DEFAULT_MAX_OUTAGE_S) -> JobConfig:
     parsed = parse_cell(check_cell_text(cell))
     if seed not in (0, 1, 2):
         raise UsageError(f"--seed must be 0, 1 or 2, got {seed}")
@@ -124,6 +134,8 @@ def build_config(*, cell: str, method: str, seed: int, out: str, budget: int, ta
         raise UsageError(f"--concurrency must be >= 1, got {concurrency}")
     check_timeout(request_timeout, "--request-timeout")
     check_timeout(startup_timeout, "--startup-timeout")
+    if not (math.isfinite(max_outage) and max_outage >= 0):
+        raise UsageError(f"--max-outage must be a finite number of seconds >= 0, got {max_outage}")
     endpoints = check_endpoints_option(endpoints_from(task_endpoints))
     if endpoints and not model_id and not os.environ.get("MODEL_ID"):
         raise UsageError("--model-id (or MODEL_ID) is required with a real --task-endpoint")
@@ -142,9 +154,10 @@ def build_config(*, cell: str, method: str, seed: int, out: str, budget: int, ta
         cell=parsed, method=method, seed=seed, out=Path(out), budget=budget, task_endpoints=endpoints,
         model_id=model_id or os.environ.get("MODEL_ID") or None, data_dir=data_dir, concurrency=concurrency,
         reflection_endpoint=reflection_endpoint, reflection_model=reflection_model,
-        allow_small_budget=allow_small_budget, quiet=quiet, request_timeout=request_timeout,
+        allow_small_budget=allow_small_budget, quiet=quiet, request_timeout=request_timeout, max_outage=max_outage,
         api_key_env=api_key_env or DEFAULT_API_KEY_ENV,
         reflection_api_key_env=reflection_api_key_env or DEFAULT_REFLECTION_API_KEY_ENV,
         startup_timeout=startup_timeout,
-        unsafe_sandbox=unsafe_sandbox, phase=phase, allow_any_cell=allow_any_cell, dataset_options=dict(dataset_options or {}),
+        unsafe_sandbox=unsafe_sandbox, phase=phase, allow_any_cell=allow_any_cell,
+        dataset_options=dict(dataset_options or {}),
     )

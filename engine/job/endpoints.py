@@ -8,9 +8,12 @@ import sys
 from collections.abc import Iterator, Sequence
 from contextlib import AsyncExitStack, contextmanager
 
+from typing import Any
+
 from engine.chat.auth import DEFAULT_API_KEY_ENV, ApiKey, api_key_from_env
-from engine.chat.endpoint import Endpoint, EndpointPool, Timeouts
+from engine.chat.endpoint import DEFAULT_MAX_OUTAGE_S, Endpoint, EndpointPool, Timeouts
 from engine.chat.preflight import DEFAULT_STARTUP_TIMEOUT_S, Target, check_endpoints
+from engine.store import Store
 
 SIM_BANNER = ("SIMULATED ENDPOINT: no --task-endpoint given, so this job talks to the built-in simulated policy "
               "on 127.0.0.1. Its scores are NOT model scores; the job is marked non-conformant.")
@@ -37,7 +40,7 @@ async def open_task_pool(stack: AsyncExitStack, endpoints: Sequence[str], *, tas
                          model_id: str, concurrency: int, request_timeout: float, sim_delay_s: float = 0.0,
                          reflection_model: str = "simulated-reflection", api_key_env: str = DEFAULT_API_KEY_ENV,
                          startup_timeout: float = DEFAULT_STARTUP_TIMEOUT_S,
-                         ) -> tuple[EndpointPool, list[str]]:
+                         max_outage: float = DEFAULT_MAX_OUTAGE_S) -> tuple[EndpointPool, list[str]]:
     """The checked endpoint pool (closed with `stack`) and its base URLs; unusable endpoints raise UsageError."""
     urls = list(endpoints)
     if not urls:
@@ -48,15 +51,16 @@ async def open_task_pool(stack: AsyncExitStack, endpoints: Sequence[str], *, tas
     await check_endpoints([Target(u, model_id, key, "task endpoint", api_key_env) for u in urls], startup_timeout)
     timeouts = Timeouts(read=request_timeout)
     pool = EndpointPool([Endpoint(u, model_id, capacity=concurrency, timeouts=timeouts, api_key=key)
-                         for u in urls])
+                         for u in urls], max_outage=max_outage)
     stack.push_async_callback(pool.aclose)
     return pool, urls
 
 
 async def open_reflection_endpoint(stack: AsyncExitStack, url: str, *, model_id: str, concurrency: int,
                                    read_timeout: float, key_env: str, fallback_key_env: str | None,
-                                   startup_timeout: float = DEFAULT_STARTUP_TIMEOUT_S) -> Endpoint:
-    """The checked reflection endpoint. Its key comes from `key_env`; when that is unset and the reflection
+                                   startup_timeout: float = DEFAULT_STARTUP_TIMEOUT_S,
+                                   max_outage: float = DEFAULT_MAX_OUTAGE_S) -> EndpointPool:
+    """The checked reflection endpoint, as a one-endpoint pool. Its key comes from `key_env`; when that is unset and the reflection
     model is served by a task endpoint (`fallback_key_env` given), the task endpoints' key is used."""
     env = key_env
     key = api_key_from_env(key_env, required=False, what="--reflection-api-key-env")
@@ -64,5 +68,18 @@ async def open_reflection_endpoint(stack: AsyncExitStack, url: str, *, model_id:
         env, key = fallback_key_env, api_key_from_env(fallback_key_env, required=False, what="--api-key-env")
     await check_endpoints([Target(url, model_id, key, "reflection endpoint", env)], startup_timeout)
     endpoint = Endpoint(url, model_id, capacity=concurrency, timeouts=Timeouts(read=read_timeout), api_key=key)
-    stack.push_async_callback(endpoint.aclose)
-    return endpoint
+    pool = EndpointPool([endpoint], max_outage=max_outage)  # outage-aware like the task endpoints
+    stack.push_async_callback(pool.aclose)
+    return pool
+async def watch_pools(stack: AsyncExitStack, store: Store, *pools: EndpointPool) -> None:
+    """From here on (closed with `stack`, before the store closes): every wait of the pools is a run mutation in the
+    card (ejections, re-admissions, Retry-After pauses, outages) and ejected endpoints are probed in the
+    background."""
+
+    async def record(kind: str, fields: dict[str, Any]) -> None:
+        await store.mutate(kind, "run", store.run_id, actor="engine:endpoint_pool", new=fields,
+                           reason="a wait for a healthy endpoint; not a rollout attempt")
+
+    for pool in pools:
+        pool.on_event = record
+        await stack.enter_async_context(pool.health_probes())

@@ -3,6 +3,10 @@
 The identity (condition, split, evaluation seed, bundle digest, ordered IDs, rows hash) names the evaluation;
 evaluating the same bundle on the same split twice reuses the first one (no endpoint call). Interrupted
 evaluations resume per item from the store's rollout index.
+
+Bounded memory and disk: the sealed evaluation file references large values (final outputs) by `$blob` into the
+job's store, where the response body already is, and the returned Evaluation holds records without their final
+outputs (scores, statuses and usage are what selection and test read) unless `keep_outputs` is asked for.
 """
 
 from __future__ import annotations
@@ -82,15 +86,18 @@ class Evaluator:
                                    bundle_sha256=bundle.digest, ordered_example_ids=[r.id for r in rows],
                                    rows_sha256=content_hash([r.public() for r in rows]))
 
-    async def evaluate(self, bundle: PromptBundle, split: str, rows: list[Row]) -> Evaluation:
+    async def evaluate(self, bundle: PromptBundle, split: str, rows: list[Row],
+                       keep_outputs: bool = False) -> Evaluation:
         ident = self.identity(bundle, split, rows)
         eid = ident["evaluation_id"]
         path = self.dir / f"{eid}.json"
+        store = self.runner.store
         if path.exists():
             data = read_sealed(path)
             if data["identity"] != ident:
                 raise ArtifactError(f"evaluation {eid} on disk has a different identity")
-            records = tuple(RolloutRecord.model_validate(r) for r in data["records"])
+            records = tuple(_slim(RolloutRecord.model_validate(store.resolve(r) if keep_outputs else _no_output(r)),
+                                  keep_outputs) for r in data["records"])
             return Evaluation(eid, split, bundle.digest, records, reused=True)
         specs = [
             RolloutSpec(row=row, bundle=bundle,
@@ -109,10 +116,19 @@ class Evaluator:
 
             shared, provenance = await self.shared.evaluate(eid, ident, self.runner.pool, run)
             records = tuple(shared)
-            await self.runner.store.annotate("node", self.runner.run_node, "mpb.shared_evaluation",
-                                             {"evaluation_id": eid, **provenance}, actor="engine:evaluation")
+            await store.annotate("node", self.runner.run_node, "mpb.shared_evaluation",
+                                 {"evaluation_id": eid, **provenance}, actor="engine:evaluation")
+        stored = await store.externalize([r.model_copy(update={"replayed": False}).model_dump(mode="json")
+                                          for r in records])
         payload = {"schema": "mas-promptbench-evaluation/v1", "evaluation_id": eid, "identity": ident,
-                   "failure_counts": failure_counts(records),
-                   "records": [r.model_copy(update={"replayed": False}).model_dump(mode="json") for r in records]}
+                   "failure_counts": failure_counts(records), "records": stored}
         write_sealed(path, payload)
-        return Evaluation(eid, split, bundle.digest, records, reused=False)
+        return Evaluation(eid, split, bundle.digest, tuple(_slim(r, keep_outputs) for r in records), reused=False)
+
+
+def _slim(record: RolloutRecord, keep_outputs: bool) -> RolloutRecord:
+    return record if keep_outputs else record.model_copy(update={"final_output": None})
+
+
+def _no_output(record: dict[str, Any]) -> dict[str, Any]:
+    return {**record, "final_output": None}

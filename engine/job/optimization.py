@@ -16,7 +16,7 @@ from core.protocol import OPTIMIZATION_DECODING, REPETITION_PENALTY
 from core.seeds import request_seed
 from core.selection import forbidden_metadata
 from engine.chat.endpoint import EndpointPool
-from engine.reflection import PooledEndpoint, ReflectionClient
+from engine.reflection import ReflectionClient
 from engine.runner import RetryPolicy, RolloutSpec, Runner, rollout_key
 from engine.store import Store
 
@@ -47,7 +47,11 @@ class LedgerRunner:
         self._seed = optimizer_seed
         self.roles = tuple(roles)
         self._allowed = frozenset(allowed_ids)
+        # what the phase artifacts need, without the final outputs (memory does not grow with the rollouts):
+        # (record without final output, budget after it), and for charged rollouts the record as written to
+        # records.jsonl, its large values referenced into the store's blobs
         self.records: list[tuple[RolloutRecord, dict[str, int]]] = []
+        self.charged_artifacts: list[dict[str, Any]] = []
         self._max_infra = max_consecutive_infra
         self._infra_run = 0
 
@@ -98,8 +102,15 @@ class LedgerRunner:
                                         bundle=bundle.digest, seed=seed)))
         decoding = {**OPTIMIZATION_DECODING, "repetition_penalty": REPETITION_PENALTY}
         records = await self._runner.run_batch(specs, decoding, self._ledger)
+        charged = [rec for rec in records if rec.charged]
+        stored = await self._runner.store.externalize(
+            [rec.model_copy(update={"replayed": False}).model_dump(mode="json") for rec in charged])
+        after = iter(stored)
         for rec in records:
-            self.records.append((rec, self._ledger.snapshot().as_dict()))
+            budget = self._ledger.snapshot().as_dict()
+            if rec.charged:
+                self.charged_artifacts.append({"record": next(after), "budget_after": budget})
+            self.records.append((rec.model_copy(update={"final_output": None}), budget))
             if rec.status.value == "infrastructure_failure":
                 self._infra_run += 1
             elif not rec.budget_exhausted:
@@ -118,7 +129,7 @@ def task_model_clients(components: Sequence[str], *, pool: EndpointPool, store: 
     for name in components:
         spec = TASK_MODEL_COMPONENTS[name]
         clients[name] = ReflectionClient(
-            endpoint=PooledEndpoint(pool), store=store, run_node=run_node, cell_id=cell_id,
+            endpoint=pool, store=store, run_node=run_node, cell_id=cell_id,
             optimizer_seed=optimizer_seed, retry=retry, component=name, temperature=spec["temperature"],
             top_p=spec["top_p"], max_tokens=int(spec["max_tokens"]), thinking=False,
             extra_body={"repetition_penalty": REPETITION_PENALTY})

@@ -31,8 +31,9 @@ from engine.job.evaluation import Evaluation, Evaluator, SharedEvaluations, fail
 from engine.job.identity import build_identity, check_out_dir, claimed_tables, write_identity
 from engine.job.optimization import LedgerRunner, component_usage, learning_curve, task_model_clients
 from engine.job.phases import check_phase_inputs, phase_summary
+from engine.job.recovery import record_failure, recover
 from engine.job.sandbox_gate import gate_sandbox
-from engine.job.endpoints import open_reflection_endpoint, open_task_pool
+from engine.job.endpoints import open_reflection_endpoint, open_task_pool, watch_pools
 from engine.reflection import ReflectionClient
 from engine.runner import Runner
 from engine.store import Store
@@ -105,10 +106,11 @@ def prepare(cfg: JobConfig, bench: Benchmark | None = None
 
 
 async def run_job(cfg: JobConfig, bench: Benchmark | None = None, *, shared_pool: EndpointPool | None = None,
-                  shared_reflection: Endpoint | None = None,
+                  shared_reflection: EndpointPool | None = None,
                   shared_evaluations: SharedEvaluations | None = None) -> dict[str, Any]:
-    """One job. A sweep (engine/sweep) passes its checked endpoint pool and reflection endpoint (shared by all its
-    jobs: one in-flight limit per endpoint) and its shared-evaluation cache; alone, the job opens its own."""
+    """One job. A sweep (engine/sweep) passes its checked endpoint pools (shared by all its jobs: one in-flight
+    limit per endpoint; their health probes and wait events belong to the sweep) and its shared-evaluation cache;
+    alone, the job opens, checks and watches its own."""
     bench, topology, optimizer, data, seed_bundle, identity = prepare(cfg, bench)
     resuming = check_out_dir(cfg.out, identity)
     check_phase_inputs(cfg)
@@ -120,9 +122,9 @@ async def run_job(cfg: JobConfig, bench: Benchmark | None = None, *, shared_pool
                                               model_id=cfg.task_model_id, concurrency=cfg.concurrency,
                                               request_timeout=cfg.request_timeout, sim_delay_s=cfg.sim_delay_s,
                                               reflection_model=cfg.reflection_model, api_key_env=cfg.api_key_env,
-                                              startup_timeout=cfg.startup_timeout)
-        reflection: Endpoint | None = None
-        if uses_reflection(cfg.method) and shared_reflection is not None:
+                                              startup_timeout=cfg.startup_timeout, max_outage=cfg.max_outage)
+        reflection: EndpointPool | None = None
+        if uses_reflection(cfg.method) and shared_pool is not None:
             reflection = shared_reflection
         elif uses_reflection(cfg.method) and not _optimization_completed(cfg.out):
             # its own endpoint (the simulated one when simulated without one), checked before anything is written
@@ -131,7 +133,7 @@ async def run_job(cfg: JobConfig, bench: Benchmark | None = None, *, shared_pool
                 stack, reflection_url, model_id=cfg.reflection_model, concurrency=cfg.concurrency,
                 read_timeout=REFLECTION_TIMEOUT_S, key_env=cfg.reflection_api_key_env,
                 fallback_key_env=cfg.api_key_env if reflection_url in urls else None,
-                startup_timeout=cfg.startup_timeout)
+                startup_timeout=cfg.startup_timeout, max_outage=cfg.max_outage)
         cfg.out.mkdir(parents=True, exist_ok=True)
         stack.enter_context(job_lock(cfg.out))
         if not resuming:
@@ -139,6 +141,8 @@ async def run_job(cfg: JobConfig, bench: Benchmark | None = None, *, shared_pool
         else:
             read_sealed(cfg.out / "job.json")
         store = await stack.enter_async_context(Store(cfg.out / "card.sqlite", run_id=identity["cell_id"]))
+        if shared_pool is None:
+            await watch_pools(stack, store, *([pool] if reflection is None else [pool, reflection]))
         run_node = f"run/{identity['cell_id']}"
         if await store.add_node(node_id=run_node, parent_id=None, instance_key=identity["cell_id"], task_key="job",
                                 status="running", worker_key=None, level=0, actor="engine:job"):
@@ -149,17 +153,19 @@ async def run_job(cfg: JobConfig, bench: Benchmark | None = None, *, shared_pool
             await store.set_node_status(run_node, "running", actor="engine:job",
                                         reason=f"resumed (store generation {store.generation})")
             await _cancel_interrupted(store, run_node)
+            await recover(cfg.out, store, identity["cell_id"], quiet=cfg.quiet)
         job = _Job(cfg, identity, bench, topology, optimizer, data, seed_bundle, store, pool, run_node, reflection,
                    shared_evaluations)
         try:
             result = await job.run()
         except BaseException as exc:
-            with anyio.CancelScope(shield=True):  # nodes in flight end cancelled: a failed run leaves none running
-                await _cancel_interrupted(store, run_node, f"the job failed ({type(exc).__name__}) before this "
-                                                           "node finished")
-                await store.set_node_status(run_node, "failed", actor="engine:job", reason=f"{type(exc).__name__}: "
-                                            f"{str(exc)[:500]}", extra={"failure": {"kind": "unknown",
-                                            "exception_type": type(exc).__name__}})
+            try:  # nodes in flight end cancelled: a failed run leaves none running
+                with anyio.fail_after(30, shield=True):
+                    await _cancel_interrupted(store, run_node, f"the job failed ({type(exc).__name__}) before this "
+                                                               "node finished")
+            except TimeoutError:
+                print("warning: could not mark the nodes in flight cancelled within 30 s", file=sys.stderr)
+            await record_failure(store, run_node, exc)
             raise
         await store.set_node_status(run_node, "completed", actor="engine:job",
                                     reason="job finished" if cfg.phase in ("all", "test") else
@@ -172,7 +178,7 @@ async def run_job(cfg: JobConfig, bench: Benchmark | None = None, *, shared_pool
 class _Job:
     def __init__(self, cfg: JobConfig, identity: dict[str, Any], bench: Benchmark, topology: Any,
                  optimizer: Optimizer, data: JobData, seed_bundle: PromptBundle, store: Store, pool: EndpointPool,
-                 run_node: str, reflection: Endpoint | None = None,
+                 run_node: str, reflection: EndpointPool | None = None,
                  shared_evaluations: SharedEvaluations | None = None):
         self.cfg, self.identity, self.bench, self.topology = cfg, identity, bench, topology
         self.run_node, self.reflection_endpoint = run_node, reflection
@@ -180,7 +186,7 @@ class _Job:
         self.out = cfg.out
         self.ledger = BudgetLedger(cfg.budget)
         self.runner = Runner(store=store, pool=pool, bench=bench, topology=topology, run_node=run_node,
-                             retry=cfg.retry, concurrency=cfg.concurrency,
+                             retry=cfg.retry, concurrency=cfg.concurrency, attempt_timeout=cfg.attempt_timeout,
                              on_record=Progress(self.ledger, cfg.quiet))
         self.evaluator = Evaluator(runner=self.runner, job_dir=self.out, condition=identity["condition"],
                                    evaluation_seed=cfg.seed, shared=shared_evaluations)
@@ -237,9 +243,7 @@ class _Job:
         if snap.violations():
             raise ArtifactError(f"ledger not closed after optimization: {'; '.join(snap.violations())}")
         opt_dir = self.out / "optimization"
-        write_jsonl_atomic(opt_dir / "records.jsonl", [
-            {"record": rec.model_copy(update={"replayed": False}).model_dump(mode="json"), "budget_after": budget}
-            for rec, budget in facade.records if rec.charged])
+        write_jsonl_atomic(opt_dir / "records.jsonl", facade.charged_artifacts)
         write_jsonl_atomic(opt_dir / "attempts.jsonl", [
             {"example_id": rec.example_id, "status": rec.status.value, "attempts": rec.attempts,
              "charged": rec.charged, "budget_exhausted": rec.budget_exhausted, "rollout_id": rec.rollout_id}

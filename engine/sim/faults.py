@@ -10,6 +10,18 @@ A `FaultPlan` decides, for each incoming request, whether it is answered normall
     empty_choices           200 with a well-formed body whose `"choices"` is `[]`
     context_overflow        400 with a vLLM-like "This model's maximum context length is ..." error
 
+Poison 200s (a proxy or server bug; each must become an infrastructure failure of that attempt, never a crash):
+
+    deep_nesting            200 whose body nests arrays 50,000 levels deep (RecursionError in a JSON parser)
+    huge_int                200 whose usage holds a 5,000-digit integer (past Python's int digit limit)
+    wrong_types             200 that is JSON but not the chat schema (message content is an object)
+    truncated_json          200 whose JSON body is cut off half way (Content-Length matches what is sent)
+    html_200                200 with an HTML page (a captive portal or proxy error page)
+
+And one that is NOT a fault of the transport (protocol-v1 5.3: a usable observation with a malformed answer):
+
+    empty_content           200, well formed, message content "" and no tool calls (finish_reason "length")
+
 Decisions are pure functions of values, never of timing or concurrency (except the explicit "Nth request overall"
 schedule, which is as deterministic as the caller's request order):
 
@@ -39,7 +51,14 @@ FAULT_KINDS: tuple[str, ...] = (
     "malformed_json",
     "empty_choices",
     "context_overflow",
+    "deep_nesting",
+    "huge_int",
+    "wrong_types",
+    "truncated_json",
+    "html_200",
+    "empty_content",
 )
+POISON_KINDS: tuple[str, ...] = ("deep_nesting", "huge_int", "wrong_types", "truncated_json", "html_200")
 
 
 def request_key(body: Mapping[str, Any]) -> str:
@@ -65,6 +84,7 @@ class ScheduledFault:
     """An explicit fault. Every field that is set must match; unset fields match anything.
 
     * `nth`: the 0-based index of the request overall (arrival order at the server).
+    * `every`: every `every`-th request overall (indexes every-1, 2*every-1, ...).
     * `key`: the logical request key (exact, or a prefix of at least 8 hex digits).
     * `row_id`: the row the request was matched to.
     * `model`: the requested model id.
@@ -74,6 +94,7 @@ class ScheduledFault:
 
     kind: str
     nth: int | None = None
+    every: int | None = None
     key: str | None = None
     row_id: str | None = None
     model: str | None = None
@@ -84,9 +105,13 @@ class ScheduledFault:
             raise ValueError(f"unknown fault kind {self.kind!r}; known: {', '.join(FAULT_KINDS)}")
         if self.key is not None and len(self.key) < 8:
             raise ValueError("a scheduled fault key needs at least 8 hex digits")
+        if self.every is not None and self.every < 1:
+            raise ValueError("a scheduled fault's `every` must be >= 1")
 
     def matches(self, req: "RequestFacts") -> bool:
         if self.nth is not None and req.index != self.nth:
+            return False
+        if self.every is not None and req.index % self.every != self.every - 1:
             return False
         if self.key is not None and not req.key.startswith(self.key):
             return False

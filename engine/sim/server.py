@@ -16,9 +16,8 @@ clients connecting at once are not dropped by the kernel (see reference/performa
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
-import socket
-import struct
 import threading
 from collections import Counter
 from typing import Any
@@ -26,24 +25,29 @@ from typing import Any
 from aiohttp import web
 
 from engine.sim.auth import require_bearer
+from engine.sim.fault_responses import (
+    FAULT_STATUS,
+    RENDERED_FAULTS,
+    error_body,
+    fault_response,
+    json_response,
+)
 from engine.sim.faults import NO_FAULTS, FaultPlan, RequestFacts, request_key
-from engine.sim.policy import SIMULATED_NOTE, Policy
+from engine.sim.policy import Policy
 from engine.sim.requestlog import RequestLog
 
 PREFLIGHT_HEADER = "X-MPB-Preflight"  # engine/chat/preflight.py (the sim does not import the chat client)
-SIM_HEADERS = {"X-Simulated-Endpoint": "true"}
 DEFAULT_BACKLOG = 4096
 MAX_BODY_BYTES = 64 * 1024 * 1024
 
 
-def _error_body(message: str, type_: str, code: int, param: str | None = None) -> dict[str, Any]:
-    return {"error": {"message": message, "type": type_, "param": param, "code": code},
-            "simulated": True, "simulated_note": SIMULATED_NOTE}
-
-
-def _json_response(body: dict[str, Any], status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
-    return web.Response(text=json.dumps(body, ensure_ascii=False), status=status, content_type="application/json",
-                        headers={**SIM_HEADERS, **(headers or {})})
+def pad_content(rendered: dict[str, Any], key: str, size: int) -> None:
+    """Prefix the answer with `size` bytes of filler unique to the request (so content addressing cannot merge
+    two different responses); the answer line stays last, so scoring is unchanged."""
+    message = rendered["choices"][0]["message"]
+    if isinstance(message.get("content"), str):
+        filler = hashlib.shake_256(key.encode()).hexdigest(size // 2 + 1)[:size]
+        message["content"] = f"{filler}\n{message['content']}"
 
 
 class SimServer:
@@ -54,6 +58,7 @@ class SimServer:
         policy: Policy,
         faults: FaultPlan | None = None,
         delay_s: float = 0.0,
+        pad_bytes: int = 0,
         host: str = "127.0.0.1",
         port: int = 0,
         log_path: str | None = None,
@@ -65,6 +70,7 @@ class SimServer:
         self.policy = policy
         self.faults = faults or NO_FAULTS
         self.delay_s = float(delay_s)
+        self.pad_bytes = int(pad_bytes)  # large responses: this many filler bytes before each row answer
         self.host = host
         self.port = port
         self.backlog = backlog
@@ -218,11 +224,11 @@ class SimServer:
             pass
 
     async def _not_found(self, request: web.Request) -> web.Response:
-        return _json_response(_error_body(f"no route {request.method} {request.path}", "NotFoundError", 404),
+        return json_response(error_body(f"no route {request.method} {request.path}", "NotFoundError", 404),
                               status=404)
 
     async def _models(self, request: web.Request) -> web.Response:
-        return _json_response(self.policy.models_body())
+        return json_response(self.policy.models_body())
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         raw = await request.read()
@@ -239,9 +245,9 @@ class SimServer:
             index, _, _ = self._log.reserve(None, None)
             self._log.record({"index": index, "key": None, "row_id": None, "seed": None, "model": None,
                               "status": 400, "fault": None, "occurrence": 0, "kind": None, "mode": None})
-            return _json_response(_error_body(f"invalid request: {exc}", "BadRequestError", 400), status=400)
+            return json_response(error_body(f"invalid request: {exc}", "BadRequestError", 400), status=400)
         if request.headers.get(PREFLIGHT_HEADER) == "1":  # start-up check: answered, not logged, no faults
-            return _json_response(self.policy.render(body, self.policy.decide(body), key))
+            return json_response(self.policy.render(body, self.policy.decide(body), key))
 
         policy = self.policy
         match = None if policy.is_reflection(body) else policy.lookup(body["messages"])
@@ -253,66 +259,21 @@ class SimServer:
                                                 row_occurrence=row_occurrence,
                                                 model=model if isinstance(model, str) else None))
         decision = None
-        if fault is None or fault in ("slow", "malformed_json", "empty_choices"):
+        if fault is None or fault in RENDERED_FAULTS:
             decision = policy.decide(body, match)
-        statuses: dict[str | None, int | str] = {None: 200, "http_500": 500, "http_503": 503, "http_429": 429, "slow": "slow",
-                             "reset": "reset", "malformed_json": 200, "empty_choices": 200,
-                             "context_overflow": 400}
-        status = statuses[fault]
+        status = FAULT_STATUS.get(fault, 200)
         self._log.record({"index": index, "key": key, "row_id": row_id, "seed": seed, "model": model,
                           "status": status, "fault": fault, "occurrence": occurrence,
                           "kind": decision.kind if decision else None, "mode": decision.mode if decision else None})
 
         await self._wait(self.delay_s)
         if fault is None:
-            return _json_response(policy.render(body, decision, key))  # type: ignore[arg-type]
+            rendered = policy.render(body, decision, key)  # type: ignore[arg-type]
+            if self.pad_bytes and match is not None:
+                pad_content(rendered, key, self.pad_bytes)
+            return json_response(rendered)
         return await self._fault_response(request, fault, body, key, decision)
 
     async def _fault_response(self, request: web.Request, fault: str, body: dict[str, Any], key: str,
                               decision: Any) -> web.StreamResponse:
-        plan = self.faults
-        if fault == "http_500":
-            return _json_response(_error_body("simulated internal server error", "InternalServerError", 500),
-                                  status=500)
-        if fault == "http_503":
-            return _json_response(_error_body("simulated service unavailable", "ServiceUnavailableError", 503),
-                                  status=503)
-        if fault == "http_429":
-            retry_after = plan.retry_after_s
-            text = str(int(retry_after)) if float(retry_after).is_integer() else str(retry_after)
-            return _json_response(_error_body("simulated rate limit: too many requests", "RateLimitError", 429),
-                                  status=429, headers={"Retry-After": text})
-        if fault == "slow":
-            await self._wait(plan.slow_s)
-            return _json_response(self.policy.render(body, decision, key))
-        if fault == "reset":
-            transport = request.transport
-            if transport is not None:
-                sock = transport.get_extra_info("socket")
-                if sock is not None:
-                    try:  # linger 0: close() sends RST instead of FIN
-                        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-                    except OSError:
-                        pass
-                transport.abort()
-            # The connection is gone; aiohttp drops this response silently.
-            return web.Response(status=200, headers=SIM_HEADERS)
-        if fault == "malformed_json":
-            partial = json.dumps(self.policy.render(body, decision, key))[: 40]
-            return web.Response(text=partial + "<<simulated: malformed>>", status=200,
-                                content_type="application/json", headers=SIM_HEADERS)
-        if fault == "empty_choices":
-            full = self.policy.render(body, decision, key)
-            full["choices"] = []
-            return _json_response(full)
-        if fault == "context_overflow":
-            prompt_tokens = sum(len(str(m.get("content") or "")) for m in body["messages"]) // 4
-            max_tokens = body.get("max_tokens") or body.get("max_completion_tokens") or 1024
-            if not isinstance(max_tokens, int):
-                max_tokens = 1024
-            requested = max(plan.context_length + 1, prompt_tokens + max_tokens)
-            message = (f"This model's maximum context length is {plan.context_length} tokens. However, you requested "
-                       f"{requested} tokens ({requested - max_tokens} in the messages, {max_tokens} in the "
-                       "completion). Please reduce the length of the messages or completion.")
-            return _json_response(_error_body(message, "BadRequestError", 400, param="messages"), status=400)
-        raise AssertionError(f"unhandled fault kind {fault!r}")
+        return await fault_response(self.faults, self.policy, self._wait, request, fault, body, key, decision)

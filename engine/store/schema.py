@@ -1,59 +1,60 @@
 """Table layout of card.sqlite: the five rollout-card streams with the paper's column names (plus run_id and a
-few indexed engine columns), content-addressed blobs, and the engine's rollout index used for replay."""
+few indexed engine columns), content-addressed blobs, and the engine's rollout index used for replay.
+
+Plain `sqlite3` DDL (the same tables and index names sqlite-utils would create): importing sqlite-utils pulls in
+pandas, about 70 MB of resident memory in every job process for a few CREATE TABLE statements.
+"""
 
 from __future__ import annotations
 
-import sqlite_utils
+import sqlite3
 
 STORE_SCHEMA_VERSION = 1
 
+TABLES: dict[str, tuple[list[tuple[str, str]], tuple[str, ...]]] = {
+    "events": ([("event_id", "TEXT"), ("run_id", "TEXT"), ("task_execution_id", "TEXT"), ("node_id", "TEXT"),
+                ("worker_binding_key", "TEXT"), ("sequence", "INTEGER"), ("event_type", "TEXT"), ("turn_id", "TEXT"),
+                ("payload", "TEXT"), ("started_at", "TEXT"), ("completed_at", "TEXT"), ("policy_version", "TEXT"),
+                ("request_key", "TEXT"), ("ok", "INTEGER")], ("event_id",)),
+    "nodes": ([("node_id", "TEXT"), ("run_id", "TEXT"), ("parent_id", "TEXT"), ("instance_key", "TEXT"),
+               ("task_key", "TEXT"), ("status", "TEXT"), ("assigned_worker_key", "TEXT"), ("level", "INTEGER"),
+               ("created_at", "TEXT"), ("updated_at", "TEXT")], ("node_id",)),
+    "edges": ([("source_node_id", "TEXT"), ("target_node_id", "TEXT"), ("run_id", "TEXT"), ("status", "TEXT"),
+               ("created_at", "TEXT"), ("updated_at", "TEXT")], ("source_node_id", "target_node_id")),
+    "annotations": ([("target_type", "TEXT"), ("target_id", "TEXT"), ("namespace", "TEXT"), ("sequence", "INTEGER"),
+                     ("payload", "TEXT"), ("created_at", "TEXT"), ("run_id", "TEXT")],
+                    ("target_type", "target_id", "namespace", "sequence")),
+    "mutations": ([("sequence", "INTEGER"), ("run_id", "TEXT"), ("mutation_type", "TEXT"), ("target_type", "TEXT"),
+                   ("target_id", "TEXT"), ("actor", "TEXT"), ("old_value", "TEXT"), ("new_value", "TEXT"),
+                   ("reason", "TEXT"), ("created_at", "TEXT")], ("sequence",)),
+    "blobs": ([("sha256", "TEXT"), ("bytes", "INTEGER"), ("media_type", "TEXT"), ("encoding", "TEXT"),
+               ("content", "BLOB")], ("sha256",)),
+    "rollouts": ([("rollout_key", "TEXT"), ("node_id", "TEXT"), ("evaluation_id", "TEXT"), ("phase", "TEXT"),
+                  ("position", "INTEGER"), ("record", "TEXT"), ("created_at", "TEXT")], ("rollout_key",)),
+    "meta": ([("key", "TEXT"), ("value", "TEXT")], ("key",)),
+}
+INDEXES: tuple[tuple[str, tuple[str, ...], bool], ...] = (
+    ("events", ("task_execution_id", "sequence"), True),
+    ("events", ("request_key", "ok"), False),
+    ("rollouts", ("evaluation_id", "position"), False),
+)
 
-def create_schema(db: sqlite_utils.Database) -> None:
-    db.enable_wal()
-    db.execute("PRAGMA synchronous=NORMAL")
-    if "events" not in db.table_names():
-        db.table("events").create(
-            {"event_id": str, "run_id": str, "task_execution_id": str, "node_id": str, "worker_binding_key": str,
-             "sequence": int, "event_type": str, "turn_id": str, "payload": str, "started_at": str,
-             "completed_at": str, "policy_version": str, "request_key": str, "ok": int},
-            pk="event_id",
-        )
-        db.table("events").create_index(["task_execution_id", "sequence"], unique=True)
-        db.table("events").create_index(["request_key", "ok"])
-    if "nodes" not in db.table_names():
-        db.table("nodes").create(
-            {"node_id": str, "run_id": str, "parent_id": str, "instance_key": str, "task_key": str, "status": str,
-             "assigned_worker_key": str, "level": int, "created_at": str, "updated_at": str},
-            pk="node_id",
-        )
-    if "edges" not in db.table_names():
-        db.table("edges").create(
-            {"source_node_id": str, "target_node_id": str, "run_id": str, "status": str, "created_at": str,
-             "updated_at": str},
-            pk=("source_node_id", "target_node_id"),
-        )
-    if "annotations" not in db.table_names():
-        db.table("annotations").create(
-            {"target_type": str, "target_id": str, "namespace": str, "sequence": int, "payload": str,
-             "created_at": str, "run_id": str},
-            pk=("target_type", "target_id", "namespace", "sequence"),
-        )
-    if "mutations" not in db.table_names():
-        db.table("mutations").create(
-            {"sequence": int, "run_id": str, "mutation_type": str, "target_type": str, "target_id": str,
-             "actor": str, "old_value": str, "new_value": str, "reason": str, "created_at": str},
-            pk="sequence",
-        )
-    if "blobs" not in db.table_names():
-        db.table("blobs").create({"sha256": str, "bytes": int, "media_type": str, "encoding": str, "content": bytes},
-                           pk="sha256")
-    if "rollouts" not in db.table_names():
-        db.table("rollouts").create(
-            {"rollout_key": str, "node_id": str, "evaluation_id": str, "phase": str, "position": int,
-             "record": str, "created_at": str},
-            pk="rollout_key",
-        )
-        db.table("rollouts").create_index(["evaluation_id", "position"])
-    if "meta" not in db.table_names():
-        db.table("meta").create({"key": str, "value": str}, pk="key")
-        db.table("meta").insert({"key": "store_schema_version", "value": str(STORE_SCHEMA_VERSION)})
+
+def _create_table(name: str, columns: list[tuple[str, str]], pk: tuple[str, ...]) -> str:
+    lines = [f'   "{col}" {kind}' + (" PRIMARY KEY" if pk == (col,) else "") for col, kind in columns]
+    if len(pk) > 1:
+        lines.append("   PRIMARY KEY (" + ", ".join(f'"{c}"' for c in pk) + ")")
+    return f'CREATE TABLE IF NOT EXISTS "{name}" (\n' + ",\n".join(lines) + "\n)"
+
+
+def create_schema(conn: sqlite3.Connection) -> None:
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    with conn:
+        for name, (columns, pk) in TABLES.items():
+            conn.execute(_create_table(name, columns, pk))
+        for table, cols, unique in INDEXES:
+            conn.execute(f'CREATE {"UNIQUE " if unique else ""}INDEX IF NOT EXISTS "idx_{table}_{"_".join(cols)}"\n'
+                         f'    ON "{table}" (' + ", ".join(f'"{c}"' for c in cols) + ")")
+        conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('store_schema_version', ?)",
+                     (str(STORE_SCHEMA_VERSION),))

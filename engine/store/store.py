@@ -3,24 +3,34 @@
 Producers hand the writer small operations and await their commit, so a model call is durable before its result
 is used. The writer drains everything queued, runs it in one transaction (a savepoint per operation), commits,
 then wakes the producers: batching keeps per-call CPU low under high concurrency.
+
+Lifecycle: `async with Store(...)` owns the writer task (engine.lifecycle.running). The writer is shielded from
+cancellation and stops only when the block ends and the queue is drained, so a job cancelled from outside still
+commits what it queued, including its final "failed" status, and the file is consistent afterwards.
+
+Reads on the per-call path never block the event loop: the replay keys (successful request keys, rollout keys)
+are held in memory, so a live call costs a set lookup; only a hit reads its payload, on a worker thread.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 from collections.abc import Callable
+from contextlib import AsyncExitStack
 from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import anyio
-import sqlite_utils
-from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from core.blobs import INLINE_CAP_BYTES, externalize, resolve
+from core.blobs import INLINE_CAP_BYTES, externalize
 from core.canonical import canonical_json
+from engine.lifecycle import running
+from engine.store.reads import StoreReads
 from engine.store.schema import create_schema
 
 Op = Callable[[sqlite3.Connection], Any]
@@ -40,19 +50,25 @@ class _Pending:
         self.error: BaseException | None = None
 
 
-class Store:
+class Store(StoreReads):
     def __init__(self, path: str | Path, run_id: str):
         self.path = Path(path)
         self.run_id = run_id
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        db = sqlite_utils.Database(str(self.path))
-        create_schema(db)
-        db.conn.close()
+        setup = sqlite3.connect(str(self.path))
+        try:
+            create_schema(setup)
+        finally:
+            setup.close()
         self._wconn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
         self._wconn.execute("PRAGMA synchronous=NORMAL")
         self._rconn = sqlite3.connect(str(self.path), check_same_thread=False)
         self._send: MemoryObjectSendStream[_Pending] | None = None
-        self._tg: TaskGroup | None = None
+        self._exit: AsyncExitStack | None = None
+        self._read_lock = threading.Lock()
+        self._call_keys = {r[0] for r in self._wconn.execute(
+            "SELECT DISTINCT request_key FROM events WHERE ok=1 AND request_key IS NOT NULL")}
+        self._rollout_keys = {r[0] for r in self._wconn.execute("SELECT rollout_key FROM rollouts")}
         self.generation = self._bump_generation()
         self._mutation_seq = self._next_mutation_seq()
         self.writes = 0
@@ -69,27 +85,27 @@ class Store:
 
     async def __aenter__(self) -> "Store":
         send, recv = anyio.create_memory_object_stream[_Pending](max_buffer_size=float("inf"))
+        async with AsyncExitStack() as stack:
+            await stack.enter_async_context(running(partial(self._writer, recv), lambda _scope: send.close()))
+            self._exit = stack.pop_all()
         self._send = send
-        self._tg = anyio.create_task_group()
-        await self._tg.__aenter__()
-        self._tg.start_soon(self._writer, recv)
         return self
 
-    async def __aexit__(self, *exc: Any) -> None:
-        assert self._send is not None and self._tg is not None
-        await self._send.aclose()
-        # The writer drains what is queued and stops; the body's own exception (if any) propagates unchanged
-        # from the `async with` instead of being wrapped into an exception group by the writer's task group.
-        await self._tg.__aexit__(None, None, None)
-        self._send = None
-        self.close()
+    async def __aexit__(self, *exc: Any) -> bool | None:
+        assert self._exit is not None
+        try:
+            # the writer drains what is queued and stops; the body's own exception propagates unchanged
+            return await self._exit.__aexit__(*exc)
+        finally:
+            self._send, self._exit = None, None
+            self.close()
 
     def close(self) -> None:
         self._rconn.close()
         self._wconn.close()
 
     async def _writer(self, recv: MemoryObjectReceiveStream[_Pending]) -> None:
-        async with recv:
+        with anyio.CancelScope(shield=True), recv:  # ends when the store closes its send side, never cancelled
             async for first in recv:
                 batch = [first]
                 while True:
@@ -173,6 +189,8 @@ class Store:
              self._json(conn, {"part_kind": event_type, **payload}), started_at, completed_at, request_key,
              None if ok is None else int(ok)),
         )
+        if ok and request_key is not None:
+            self._call_keys.add(request_key)
         return event_id
 
     def op_node(self, conn: sqlite3.Connection, *, node_id: str, parent_id: str | None, instance_key: str,
@@ -231,6 +249,7 @@ class Store:
         conn.execute("INSERT OR REPLACE INTO rollouts(rollout_key, node_id, evaluation_id, phase, position,"
                      " record, created_at) VALUES (?,?,?,?,?,?,?)",
                      (rollout_key, node_id, evaluation_id, phase, position, self._json(conn, record), utc_now()))
+        self._rollout_keys.add(rollout_key)
 
     # ----------------------------------------------------------------- async conveniences (one op each)
     async def record_event(self, **kw: Any) -> str:
@@ -255,27 +274,8 @@ class Store:
         return await self.write(lambda conn: self._mutation(conn, mutation_type, target_type, target_id, actor,
                                                             old, new, reason))
 
-    # ----------------------------------------------------------------- reads (separate connection)
-    def _load(self, text: str | None) -> Any:
-        if text is None:
-            return None
-        return resolve(json.loads(text), self.blob)
-
-    def blob(self, digest: str) -> bytes:
-        row = self._rconn.execute("SELECT content FROM blobs WHERE sha256=?", (digest,)).fetchone()
-        if row is None:
-            raise KeyError(f"missing blob {digest}")
-        return bytes(row[0])
-
-    def find_call(self, request_key: str) -> tuple[str, dict[str, Any]] | None:
-        """The first successful model-call event with this logical request key (for replay)."""
-        row = self._rconn.execute("SELECT event_id, payload FROM events WHERE request_key=? AND ok=1 "
-                                  "ORDER BY rowid LIMIT 1", (request_key,)).fetchone()
-        return None if row is None else (row[0], self._load(row[1]))
-
-    def find_rollout(self, rollout_key: str) -> dict[str, Any] | None:
-        row = self._rconn.execute("SELECT record FROM rollouts WHERE rollout_key=?", (rollout_key,)).fetchone()
-        return None if row is None else self._load(row[0])
-
-    def rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        return self._rconn.execute(sql, params).fetchall()
+    async def externalize(self, values: list[Any]) -> list[Any]:
+        """`values` with every part over the inline cap replaced by a `$blob` reference into this store (content
+        addressed: a body already stored, e.g. a model response, is referenced, not stored again). Artifacts beside
+        the store (records.jsonl, evaluations) are written from these, so a response is on disk once."""
+        return list(await self.write(lambda conn: [json.loads(self._json(conn, v) or "null") for v in values]))

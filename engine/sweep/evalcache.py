@@ -30,11 +30,13 @@ SCHEMA = "mas-promptbench-shared-evaluation/v1"
 LOCK_POLL_S = 0.05
 
 
-class _Endpoint:
-    """Answers from recorded responses when it can, else asks the live endpoint and records the answer."""
+class _Pool:
+    """The job's pool seen through recorded responses: a request whose response is recorded is answered from it,
+    any other goes to the live (outage-aware) pool and its answer is recorded."""
 
-    def __init__(self, pool: Any, responses: dict[str, Any], recorded: dict[str, Any]):
-        self._pool, self._responses, self._recorded = pool, responses, recorded
+    def __init__(self, live: Any, responses: dict[str, Any], recorded: dict[str, Any]):
+        self._live, self._responses, self._recorded = live, responses, recorded
+        self.endpoints = live.endpoints
         self.hits = 0
         self.misses = 0
 
@@ -44,18 +46,9 @@ class _Endpoint:
             self.hits += 1
             return self._responses[key], 0.0
         self.misses += 1
-        response, latency = await self._pool.pick().chat(body)
+        response, latency = await self._live.chat(body)
         self._recorded[key] = response
         return response, latency
-
-
-class _Pool:
-    def __init__(self, live: Any, endpoint: _Endpoint):
-        self._live, self._endpoint = live, endpoint
-        self.endpoints = live.endpoints
-
-    def pick(self) -> _Endpoint:
-        return self._endpoint
 
     @property
     def model_id(self) -> str:
@@ -115,8 +108,8 @@ class EvaluationCache:
             found = await anyio.to_thread.run_sync(self._load, evaluation_id, identity)
             responses: dict[str, Any] = dict(found["responses"]) if found else {}
             recorded: dict[str, Any] = {}
-            endpoint = _Endpoint(pool, responses, recorded)
-            records = await run(_Pool(pool, endpoint))
+            endpoint = _Pool(pool, responses, recorded)
+            records = await run(endpoint)
             complete = all(r.usable for r in records)
             if found is None and complete:  # only a clean evaluation is shared (an infra failure is not an answer)
                 await anyio.to_thread.run_sync(self._save, evaluation_id, identity, recorded)

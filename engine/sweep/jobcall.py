@@ -6,7 +6,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from engine.chat.endpoint import Endpoint, EndpointPool
+from engine.chat.endpoint import EndpointPool
 from engine.job.config import JobConfig, build_config
 from engine.job.evaluation import SharedEvaluations
 from engine.sweep.plan import JobSpec
@@ -23,6 +23,7 @@ class JobSettings:
     concurrency: int = 64
     request_timeout: float = 1200.0
     simulated: bool = False  # endpoints are the built-in simulated policy: jobs are labelled simulated
+    max_outage: float = 900.0
     dataset_options: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
@@ -39,16 +40,16 @@ def job_config(spec: JobSpec, runs_dir: Path, settings: JobSettings, task_urls: 
         data_dir=spec.data_dir, concurrency=settings.concurrency, reflection_endpoint=reflection_url,
         reflection_model=settings.reflection_model, allow_small_budget=settings.allow_small_budget, quiet=True,
         request_timeout=settings.request_timeout, allow_any_cell=spec.allow_any_cell,
-        dataset_options=settings.dataset_options)
+        dataset_options=settings.dataset_options, max_outage=settings.max_outage)
     # simulated: the job is labelled so (not read from TASK_ENDPOINTS); its calls still go to the sweep's pool
     return replace(cfg, task_endpoints=()) if settings.simulated else cfg
 
 
 async def run_spec(spec: JobSpec, runs_dir: Path, settings: JobSettings, pool: EndpointPool,
-                   reflection: Endpoint | None, shared: SharedEvaluations | None) -> dict[str, Any]:
+                   reflection: EndpointPool | None, shared: SharedEvaluations | None) -> dict[str, Any]:
     """Run (or resume) one job of the sweep on the sweep's shared pool; returns its result.json content."""
     from engine.job.run_job import run_job
 
     cfg = job_config(spec, runs_dir, settings, [e.base_url for e in pool.endpoints],
-                     reflection.base_url if reflection is not None else None)
+                     reflection.endpoints[0].base_url if reflection is not None else None)
     return await run_job(cfg, shared_pool=pool, shared_reflection=reflection, shared_evaluations=shared)

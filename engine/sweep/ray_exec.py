@@ -42,7 +42,8 @@ def job_task(spec: dict[str, Any], sweep_dir: str, settings: dict[str, Any], end
     job = JobSpec(**{**spec, "tables": tuple(spec["tables"])})
     cfg = JobSettings(**settings)
     ep = EndpointSpec(task_urls=tuple(endpoints["task_urls"]), reflection_url=endpoints["reflection_url"],
-                      limit=int(endpoints["limit"]))
+                      limit=int(endpoints["limit"]), max_outage=float(endpoints["max_outage"]),
+                      events=Path(endpoints["events"]) if endpoints["events"] else None)
 
     async def run() -> dict[str, Any]:
         async with AsyncExitStack() as stack:
@@ -81,7 +82,8 @@ def run_ray(todo: list[JobSpec], sweep_dir: Path, state: SweepState, settings: J
     try:
         in_flight = max(1, min(max_jobs, len(todo)))
         share = {"task_urls": list(endpoints.task_urls), "reflection_url": endpoints.reflection_url,
-                 "limit": max(1, endpoints.limit // in_flight)}
+                 "limit": max(1, endpoints.limit // in_flight), "max_outage": endpoints.max_outage,
+                 "events": str(endpoints.events.resolve()) if endpoints.events else None}
         settings_d = {**asdict(settings), "concurrency": max(1, settings.concurrency // in_flight)}
         remote = ray.remote(job_task).options(num_cpus=0.5, max_retries=LOST_WORKER_RETRIES,
                                               retry_exceptions=False)

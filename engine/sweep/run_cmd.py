@@ -8,6 +8,7 @@ import os
 import sys
 from collections.abc import Sequence
 from contextlib import AsyncExitStack, ExitStack
+from dataclasses import replace
 from pathlib import Path
 
 import anyio
@@ -45,6 +46,9 @@ def make_parser() -> argparse.ArgumentParser:
     e.add_argument("--sim-delay-ms", type=positive_float("--sim-delay-ms", allow_zero=True), default=0.0)
     e.add_argument("--limit", type=int_in("--limit", 1), default=32, help="in-flight requests per endpoint, "
                    "shared by all jobs (default 32)")
+    e.add_argument("--max-outage", type=positive_float("--max-outage", allow_zero=True), default=900.0,
+                   help="seconds requests wait while no endpoint is healthy (default 900); waits are logged to "
+                   "SWEEP_DIR/pool-events.jsonl")
     e.add_argument("--request-timeout", type=positive_float("--request-timeout"), default=1200.0)
     e.add_argument("--startup-timeout", type=positive_float("--startup-timeout"), default=DEFAULT_STARTUP_TIMEOUT_S)
     x = p.add_argument_group("execution")
@@ -67,7 +71,8 @@ def settings_from(args: argparse.Namespace, model_id: str) -> JobSettings:
                        model_id=None if args.simulated else model_id,
                        reflection_model=args.reflection_model or (SIM_REFLECTION if args.simulated else None),
                        concurrency=args.limit * max(1, len(args.task_endpoint or [])),
-                       request_timeout=args.request_timeout, simulated=args.simulated)
+                       request_timeout=args.request_timeout, simulated=args.simulated,
+                       max_outage=args.max_outage)
 
 
 def run_main(argv: Sequence[str]) -> int:
@@ -96,7 +101,7 @@ def run_main(argv: Sequence[str]) -> int:
             urls, reflection = (url,), url
         else:
             reflection = args.reflection_endpoint or os.environ.get("REFLECTION_MODEL_BASE_URL") or None
-        endpoints = EndpointSpec(urls, reflection, args.limit)
+        endpoints = EndpointSpec(urls, reflection, args.limit, args.max_outage, sweep_dir / "pool-events.jsonl")
         needs_reflection = any(uses_reflection(j.method) for j in jobs if j.runnable)
         anyio.run(lambda: check_shared(endpoints, model_id, settings.reflection_model if needs_reflection else None,
                                        args.startup_timeout))
@@ -110,9 +115,11 @@ def run_main(argv: Sequence[str]) -> int:
 
 async def check_shared(endpoints: EndpointSpec, model_id: str, reflection_model: str | None,
                        startup_timeout: float) -> None:
+    """The start-up check of every endpoint, before the sweep directory is written."""
     async with AsyncExitStack() as stack:
-        await open_shared(stack, endpoints, model_id=model_id, reflection_model=reflection_model,
-                          request_timeout=60.0, startup_timeout=startup_timeout)
+        await open_shared(stack, replace(endpoints, events=None), model_id=model_id,
+                          reflection_model=reflection_model, request_timeout=60.0, startup_timeout=startup_timeout,
+                          probes=False)
 
 
 def run_checked(args: argparse.Namespace, jobs: list[JobSpec], sweep_dir: Path, settings: JobSettings,

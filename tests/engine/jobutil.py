@@ -16,15 +16,20 @@ from engine.sim.faults import request_key as sim_request_key
 from tests.fakebench import FakeBench
 
 
-def config(out: Path, endpoint: str, *, method: str = "identity", seed: int = 1, concurrency: int = 8,
-           timeout: float = 2.0) -> JobConfig:
-    cfg = build_config(cell="task=gpqa,topology=single", method=method, seed=seed, out=str(out), budget=600,
-                       task_endpoints=[endpoint], model_id="test-model", data_dir=None, concurrency=concurrency,
-                       quiet=True, request_timeout=timeout)
+def config(out: Path, endpoint: str | list[str], *, method: str = "identity", seed: int = 1, concurrency: int = 8,
+           timeout: float = 2.0, cell: str = "task=gpqa,topology=single", budget: int = 600,
+           max_outage: float = 900.0, reflection: str | None = None) -> JobConfig:
+    """A job on the given endpoint(s); a method that reflects uses `reflection` (default: the first endpoint,
+    which the simulated endpoint answers as the reflection model)."""
+    endpoints = [endpoint] if isinstance(endpoint, str) else list(endpoint)
+    cfg = build_config(cell=cell, method=method, seed=seed, out=str(out), budget=budget,
+                       task_endpoints=endpoints, model_id="test-model", data_dir=None, concurrency=concurrency,
+                       reflection_endpoint=reflection or endpoints[0], reflection_model="simulated-reflection",
+                       quiet=True, request_timeout=timeout, allow_small_budget=budget < 600, max_outage=max_outage)
     return JobConfig(**{**cfg.__dict__, "retry": RetryPolicy(base_delay=0.0)})
 
 
-def run(out: Path, endpoint: str, bench: FakeBench | None = None, **kw: Any) -> dict[str, Any]:
+def run(out: Path, endpoint: str | list[str], bench: FakeBench | None = None, **kw: Any) -> dict[str, Any]:
     return anyio.run(run_job, config(out, endpoint, **kw), bench or FakeBench(n_train=12, n_validation=20,
                                                                              n_test=30))
 

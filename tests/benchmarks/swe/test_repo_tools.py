@@ -5,6 +5,7 @@ shell_exec without network."""
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 from pathlib import Path
 from typing import Any, Sequence
@@ -139,6 +140,11 @@ def test_without_mirrors_swe_has_no_tools_and_is_non_conformant():
 def test_tools_stay_inside_the_checkout(mirror, tmp_path):
     repos, base = mirror
     bench = SWEBenchmark().configure({"swe_repos": str(repos)})
+    listener = socket.socket()  # a loopback server of the test's own: shell_exec must not reach it
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    listener.setblocking(False)
+    port = listener.getsockname()[1]
 
     async def main() -> dict[str, str]:
         with agent_scope(Attempt(), "patcher", 0):
@@ -151,8 +157,8 @@ def test_tools_stay_inside_the_checkout(mirror, tmp_path):
                                ("grep", ("search_repo", {"pattern": "return a"})),
                                ("nogrep", ("search_repo", {"pattern": "zzz_nothing"})),
                                ("net", ("shell_exec", {"command": "python3 -c \"import socket; socket.create_connecti"
-                                                       "on(('1.1.1.1', 53), timeout=3)\" && echo ONLINE || echo "
-                                                       "OFFLINE"})),
+                                                       f"on(('127.0.0.1', {port}), timeout=3)\" && echo ONLINE || "
+                                                       "echo OFFLINE"})),
                                ("pwd", ("shell_exec", {"command": "cat pkg/mod.py"}))]:
                 results[name] = await bench.call_tool(row(base), *args)
             return results
@@ -163,6 +169,9 @@ def test_tools_stay_inside_the_checkout(mirror, tmp_path):
     assert results["list"].splitlines() == ["pkg/"]
     assert results["grep"].startswith("pkg/mod.py:2:") and results["nogrep"].startswith("no matches")
     assert "OFFLINE" in results["net"] and "ONLINE" not in results["net"].replace("OFFLINE", "")
+    with pytest.raises(BlockingIOError):
+        listener.accept()  # the server saw no connection
+    listener.close()
     assert "return a - b" in results["pwd"]
 
 

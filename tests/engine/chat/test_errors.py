@@ -16,7 +16,13 @@ from core.errors import (
     InfrastructureError,
     MalformedResponseError,
 )
-from engine.chat.errors import TRANSPORT_ERROR_MAP, classify_status, parse_completion, translate_exception
+from engine.chat.errors import (
+    TRANSPORT_ERROR_MAP,
+    classify_status,
+    decode_body,
+    parse_completion,
+    translate_exception,
+)
 
 
 def _subclasses(cls):
@@ -64,13 +70,38 @@ def test_retry_after_is_read_for_429():
     assert classify_status(429, "", {}).retry_after is None
 
 
-@pytest.mark.parametrize("body", [[], {"choices": []}, {"choices": [{}]},
-                                  {"choices": [{"message": {"content": ""}}]},
+@pytest.mark.parametrize("body", [[], {"choices": []}, {"choices": [{}]}, {"choices": "x"}, None, 7,
                                   {"choices": [{"message": {"content": 5}}]},
+                                  {"choices": [{"message": {"content": ["a"]}}]},
+                                  {"choices": [{"message": {"content": "x", "tool_calls": {"a": 1}}}]},
+                                  {"choices": [{"message": {"content": "x"}, "finish_reason": 3}]},
+                                  {"choices": [{"message": {"tool_calls": [{"function": {"name": "f",
+                                                                                         "arguments": [1]}}]}}]},
                                   {"choices": [{"message": {"tool_calls": [{"function": {}}]}}]}])
-def test_malformed_and_empty_responses(body):
+def test_malformed_responses(body):
     with pytest.raises(MalformedResponseError):
         parse_completion(body)
+
+
+@pytest.mark.parametrize("message", [{"content": ""}, {"content": None}, {}, {"content": "", "tool_calls": []}])
+def test_empty_content_is_an_observed_reply_not_an_infrastructure_failure(message):
+    """protocol-v1 5.3: a 200 with empty content is a usable (semantic_failure) observation, scored 0."""
+    parsed = parse_completion({"choices": [{"message": message, "finish_reason": "length"}]})
+    assert parsed["content"] == "" and parsed["tool_calls"] == [] and parsed["finish_reason"] == "length"
+
+
+@pytest.mark.parametrize("text", ["[" * 100_000 + "]" * 100_000, '{"usage": {"prompt_tokens": ' + "9" * 5000 + "}}",
+                                  '{"choices": [{"message": {"content": "trunc', "<html><body>OK</body></html>", "",
+                                  "\ud800"])
+def test_bodies_that_cannot_be_decoded_are_malformed_responses(text):
+    with pytest.raises(MalformedResponseError):
+        parse_completion(decode_body(text))
+
+
+def test_implausible_usage_numbers_are_recorded_as_absent():
+    parsed = parse_completion({"choices": [{"message": {"content": "hi"}}],
+                               "usage": {"prompt_tokens": 10 ** 200, "completion_tokens": -1, "total_tokens": True}})
+    assert parsed["usage"] == {"prompt_tokens": None, "completion_tokens": None, "total_tokens": None}
 
 
 def test_absent_usage_stays_null():

@@ -37,7 +37,8 @@ def test_params_sent_equal_params_recorded(tmp_path):
     assert sorted(p["seed"] for p in payloads) == sorted(e["seed"] for e in server.log)
 
 
-def test_429_retry_after_is_honoured_with_the_same_seed(tmp_path):
+def test_429_retry_after_is_backpressure_not_an_attempt(tmp_path):
+    """A 429 pauses its endpoint for Retry-After and the same request (same seed) goes again: one attempt."""
     bench = FakeBench(n_train=40)
     plan = FaultPlan(schedule=[ScheduledFault(kind="http_429", nth=0)], retry_after_s=0.2)
     server = start_sim(bench, faults=plan)
@@ -61,19 +62,28 @@ def test_429_retry_after_is_honoured_with_the_same_seed(tmp_path):
 
         async def go():
             async with AsyncExitStack() as stack:
-                pool = EndpointPool([Endpoint(server.base_url, "test-model", capacity=1)])
+                events = []
+
+                async def sink(kind, fields):
+                    events.append((kind, fields, anyio.current_time()))
+
+                pool = EndpointPool([Endpoint(server.base_url, "test-model", capacity=1)], on_event=sink)
                 stack.push_async_callback(pool.aclose)
                 store = await stack.enter_async_context(Store(tmp_path / "s.sqlite", run_id="r"))
                 runner = Runner(store=store, pool=pool, bench=bench, topology=Single(), run_node="run",
                                 retry=policy, concurrency=1)
                 row = bench.load_rows(["q0"])[0]
-                return await runner.run(RolloutSpec(row=row, bundle=PromptBundle(roles={"solver": "x"}), seed=7,
-                                                    phase="optimize", rollout_key="k"), DECODING)
+                record = await runner.run(RolloutSpec(row=row, bundle=PromptBundle(roles={"solver": "x"}), seed=7,
+                                                      phase="optimize", rollout_key="k"), DECODING)
+                return record, events
 
-        record = anyio.run(go)
+        record, events = anyio.run(go)
         log = server.log
     finally:
         server.stop()
-    assert record.attempts == 2 and record.status.usable
-    assert slept == [0.2]
+    assert record.attempts == 1 and record.status.usable
+    assert slept == []  # no rollout retry happened
     assert [e["status"] for e in log] == [429, 200] and log[0]["seed"] == log[1]["seed"]
+    assert [k for k, _, _ in events] == ["endpoint.backpressure"]
+    assert events[0][1]["retry_after_s"] == 0.2 and events[0][1]["in_flight_limit"] == 1
+    assert events[0][1]["paused_s"] == 0.2  # the endpoint was paused for Retry-After before the request went again
