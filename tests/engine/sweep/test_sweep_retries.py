@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections import defaultdict
 
@@ -34,3 +35,34 @@ def test_duplicates_are_only_same_seed_retries_of_failed_requests(tmp_path):
         assert len({e["seed"] for e in sent}) == 1, key  # with the same seed
     db = sqlite3.connect(str(tmp_path / "sw" / "sweep.sqlite"))
     assert [r[0] for r in db.execute("SELECT DISTINCT status FROM jobs")] == ["finished"]
+
+
+def test_an_endpoint_lost_midway_is_ejected_and_the_sweep_finishes_on_the_other(tmp_path):
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from tests.engine.sweep.sweeputil import ROOT, SELECTION, plan_keys, results, run_one_by_one, start_servers
+
+    servers = start_servers(2, delay_s=0.01)
+    lost_url = servers[1].base_url
+    sw = tmp_path / "sw"
+    proc = subprocess.Popen([sys.executable, "-m", "engine", "sweep", "run", "--sweep-dir", str(sw), *SELECTION,
+                             *endpoint_args(servers), "--limit", "8", "--no-aggregate"], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        deadline = time.monotonic() + 120
+        while len(servers[1].log) < 300 and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.02)
+        servers[1].stop()  # the second GPU's server dies mid-sweep (it also serves no reflection)
+        _, err = proc.communicate(timeout=240)
+        assert proc.returncode == 0, err[-2000:]
+        alone = run_one_by_one(plan_keys(*SELECTION), tmp_path / "alone", servers[0])
+    finally:
+        servers[0].stop()
+    events = [json.loads(line) for line in (sw / "pool-events.jsonl").read_text().splitlines()]
+    assert any(e["event"] == "endpoint.ejected" and e["endpoint"] == lost_url for e in events)
+    keys = list(alone)
+    assert results(sw / "runs", keys) == results(tmp_path / "alone", keys)  # same answers: re-sent, same seeds
