@@ -9,33 +9,32 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from core.errors import UsageError
-from engine.cli.args import StrictParser, int_in, positive_float
+from engine.cli.args import StrictParser, int_in
 from engine.sweep.cost import estimate, method_plans
 from engine.sweep.grid import SEEDS
 from engine.sweep.plan import Filters, JobSpec, check_filters, custom_jobs, jobs_for, select
 
 
-def _csv(kind: type = str):  # type: ignore[no-untyped-def]
-    def parse(text: str) -> tuple[object, ...]:
-        parts = tuple(p.strip() for p in text.split(",") if p.strip())
-        if kind is int:
-            return tuple(int_in("a number list")(p) for p in parts)
-        return parts
-    return parse
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(p.strip() for p in text.split(",") if p.strip())
+
+
+def _numbers(text: str) -> tuple[int, ...]:
+    return tuple(int_in("a number in a comma list")(p) for p in _names(text))
 
 
 def add_grid_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("grid (protocol section 4; filters combine, a comma list means any of)")
-    g.add_argument("--table", type=_csv(int), default=(), help="tables 2-7, e.g. 3,4")
-    g.add_argument("--methods", type=_csv(), default=(), help="gepa,mipro,mapro,maspo,...,identity (identity: "
+    g.add_argument("--table", type=_numbers, default=(), help="tables 2-7, e.g. 3,4")
+    g.add_argument("--methods", type=_names, default=(), help="gepa,mipro,mapro,maspo,...,identity (identity: "
                    "one seed-bundle job per runtime condition)")
-    g.add_argument("--tasks", type=_csv(), default=(), help="e.g. bfcl,hotpotqa")
-    g.add_argument("--topologies", type=_csv(), default=(), help="base topologies or registry keys")
-    g.add_argument("--frameworks", type=_csv(), default=(), help="langgraph,crewai,autogen,openai_agents")
-    g.add_argument("--communications", type=_csv(), default=(), help="freeform,semi_structured,structured_soft")
-    g.add_argument("--team-sizes", type=_csv(int), default=(), help="1,2,4,8,10")
-    g.add_argument("--models", type=_csv(), default=(), help="qwen,llama")
-    g.add_argument("--seeds", type=_csv(int), default=SEEDS, help="optimizer seeds (default 0,1,2)")
+    g.add_argument("--tasks", type=_names, default=(), help="e.g. bfcl,hotpotqa")
+    g.add_argument("--topologies", type=_names, default=(), help="base topologies or registry keys")
+    g.add_argument("--frameworks", type=_names, default=(), help="langgraph,crewai,autogen,openai_agents")
+    g.add_argument("--communications", type=_names, default=(), help="freeform,semi_structured,structured_soft")
+    g.add_argument("--team-sizes", type=_numbers, default=(), help="1,2,4,8,10")
+    g.add_argument("--models", type=_names, default=(), help="qwen,llama")
+    g.add_argument("--seeds", type=_numbers, default=SEEDS, help="optimizer seeds (default 0,1,2)")
     g.add_argument("--grid-file", default=None, help='custom grid: JSON {"jobs": [{"method", "cell", "seeds"?, '
                    '"allow_any_cell"?, "data_dir"?}]} instead of the protocol grid')
     g.add_argument("--data-dir", action="append", default=[], metavar="TASK=DIR", help="a task's data directory")

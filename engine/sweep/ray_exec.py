@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import time
 from contextlib import AsyncExitStack
 from dataclasses import asdict
 from pathlib import Path
@@ -89,12 +88,10 @@ def run_ray(todo: list[JobSpec], sweep_dir: Path, state: SweepState, settings: J
                                               retry_exceptions=False)
         cache_dir = str(cache.dir.resolve()) if cache is not None else None
         waiting = list(todo)
-        attempts: dict[str, int] = {}
         running: dict[Any, JobSpec] = {}
 
         def submit(job: JobSpec) -> None:
-            attempts[job.key] = state.start(job.key)
-            progress.started(job.key, attempts[job.key])
+            progress.started(job.key, state.start(job.key))
             spec = {k: v for k, v in asdict(job).items() if k != "extra"}
             running[remote.remote(spec, str(sweep_dir.resolve()), settings_d, share, model_id, cache_dir,
                                   startup_timeout)] = job
@@ -120,7 +117,5 @@ def run_ray(todo: list[JobSpec], sweep_dir: Path, state: SweepState, settings: J
                 progress.failed_attempt(job.key, str(value), final)
                 if not final:
                     waiting.append(job)
-            if not ready:
-                time.sleep(0)  # ray.wait already blocked up to 1 s
     finally:
         ray.shutdown()
