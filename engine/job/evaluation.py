@@ -11,9 +11,11 @@ outputs (scores, statuses and usage are what selection and test read) unless `ke
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from core.canonical import content_hash
 from core.errors import ArtifactError
@@ -58,9 +60,22 @@ def failure_counts(records: tuple[RolloutRecord, ...] | list[RolloutRecord]) -> 
     }
 
 
+class SharedEvaluations(Protocol):
+    """A content-addressed evaluation cache shared by jobs (engine/sweep/evalcache.py): `evaluate` runs
+    `run(pool)` at most once per evaluation id across jobs and processes; later callers re-run the rollouts
+    against a pool that answers every model call from the first run's recorded responses, so each job's store
+    and card still hold every rollout and call. Returns the records and a provenance dict."""
+
+    async def evaluate(self, evaluation_id: str, identity: dict[str, Any], pool: Any,
+                       run: Callable[[Any], Awaitable[list[RolloutRecord]]]
+                       ) -> tuple[list[RolloutRecord], dict[str, Any]]: ...
+
+
 class Evaluator:
-    def __init__(self, *, runner: Runner, job_dir: Path, condition: dict[str, Any], evaluation_seed: int):
+    def __init__(self, *, runner: Runner, job_dir: Path, condition: dict[str, Any], evaluation_seed: int,
+                 shared: SharedEvaluations | None = None):
         self.runner = runner
+        self.shared = shared
         self.dir = job_dir / "evaluations"
         self.condition = condition
         self.condition_id = content_hash(condition)
@@ -91,7 +106,18 @@ class Evaluator:
             for i, row in enumerate(rows)
         ]
         decoding = {**EVALUATION_DECODING, "repetition_penalty": REPETITION_PENALTY}
-        records = tuple(await self.runner.run_batch(specs, decoding, ledger=None))
+        if self.shared is None:
+            records = tuple(await self.runner.run_batch(specs, decoding, ledger=None))
+        else:
+            async def run(pool: Any) -> list[RolloutRecord]:
+                runner = copy.copy(self.runner)  # same store, limiter and recording; model calls via `pool`
+                runner.pool = pool
+                return await runner.run_batch(specs, decoding, ledger=None)
+
+            shared, provenance = await self.shared.evaluate(eid, ident, self.runner.pool, run)
+            records = tuple(shared)
+            await store.annotate("node", self.runner.run_node, "mpb.shared_evaluation",
+                                 {"evaluation_id": eid, **provenance}, actor="engine:evaluation")
         stored = await store.externalize([r.model_copy(update={"replayed": False}).model_dump(mode="json")
                                           for r in records])
         payload = {"schema": "mas-promptbench-evaluation/v1", "evaluation_id": eid, "identity": ident,

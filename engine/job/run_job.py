@@ -29,7 +29,7 @@ from engine.job.config import DEFAULT_REFLECTION_URL, JobConfig
 from engine.job.context import JobContext
 from engine.job.data import JobData
 from engine.job.endpoints import open_reflection_endpoint, open_task_pool, watch_pools
-from engine.job.evaluation import Evaluator
+from engine.job.evaluation import Evaluator, SharedEvaluations
 from engine.job.identity import build_identity, check_out_dir, claimed_tables, write_identity
 from engine.job.late_clients import LateClient, late_clients
 from engine.job.optimization import task_model_clients
@@ -126,13 +126,21 @@ def prepare(cfg: JobConfig, bench: Benchmark | None = None) -> Prepared:
     return Prepared(bench, topology, optimizer, clients, data, seed, identity)
 
 
-async def run_job(cfg: JobConfig, bench: Benchmark | None = None) -> dict[str, Any]:
-    """The phases up to `cfg.phase`; returns result.json's content (or the phase summary after an early phase)."""
+async def run_job(cfg: JobConfig, bench: Benchmark | None = None, *, shared_pool: EndpointPool | None = None,
+                  shared_reflection: EndpointPool | None = None,
+                  shared_evaluations: SharedEvaluations | None = None) -> dict[str, Any]:
+    """The phases up to `cfg.phase`; returns result.json's content (or the phase summary after an early phase).
+    A sweep (engine/sweep) passes its checked endpoint pools (shared by all its jobs: one in-flight limit per
+    endpoint; their health probes and wait events belong to the sweep) and its shared-evaluation cache; alone,
+    the job opens, checks and watches its own."""
     ready = prepare(cfg, bench)
     resuming = check_out_dir(cfg.out, ready.identity)
     check_phase_inputs(cfg)
     async with AsyncExitStack() as stack:
-        pool, reflection = await _open_endpoints(stack, cfg)
+        if shared_pool is not None:
+            pool, reflection = shared_pool, shared_reflection if uses_reflection(cfg.method) else None
+        else:
+            pool, reflection = await _open_endpoints(stack, cfg)
         cfg.out.mkdir(parents=True, exist_ok=True)
         stack.enter_context(job_lock(cfg.out))
         if not resuming:
@@ -141,9 +149,10 @@ async def run_job(cfg: JobConfig, bench: Benchmark | None = None) -> dict[str, A
             read_artifact(cfg.out / "job.json", JobIdentity)
         cell_id = ready.identity.cell_id
         store = await stack.enter_async_context(Store(cfg.out / "card.sqlite", run_id=cell_id))
-        await watch_pools(stack, store, *([pool] if reflection is None else [pool, reflection]))
+        if shared_pool is None:
+            await watch_pools(stack, store, *([pool] if reflection is None else [pool, reflection]))
         run_node = await _open_run_node(cfg, store, ready.identity)
-        ctx = _context(cfg, ready, store, pool, run_node)
+        ctx = _context(cfg, ready, store, pool, run_node, shared_evaluations)
         if reflection is not None:
             _bind_model_clients(ctx, reflection, pool)
         try:
@@ -214,13 +223,14 @@ async def _open_run_node(cfg: JobConfig, store: Store, identity: JobIdentity) ->
     return run_node
 
 
-def _context(cfg: JobConfig, ready: Prepared, store: Store, pool: EndpointPool, run_node: str) -> JobContext:
+def _context(cfg: JobConfig, ready: Prepared, store: Store, pool: EndpointPool, run_node: str,
+             shared_evaluations: SharedEvaluations | None = None) -> JobContext:
     ledger = BudgetLedger(cfg.budget)
     runner = Runner(store=store, pool=pool, bench=ready.bench, topology=ready.topology, run_node=run_node,
                     retry=cfg.retry, concurrency=cfg.concurrency, attempt_timeout=cfg.attempt_timeout,
                     on_record=Progress(ledger, cfg.quiet))
     evaluator = Evaluator(runner=runner, job_dir=cfg.out, condition=ready.identity.condition,
-                          evaluation_seed=cfg.seed)
+                          evaluation_seed=cfg.seed, shared=shared_evaluations)
     return JobContext(cfg=cfg, identity=ready.identity, bench=ready.bench, topology=ready.topology,
                       optimizer=ready.optimizer, data=ready.data, seed_bundle=ready.seed_bundle, store=store,
                       run_node=run_node, ledger=ledger, runner=runner, evaluator=evaluator, clients=ready.clients)

@@ -1,0 +1,148 @@
+"""`python -m engine sweep {plan,run,status,serve}`: the protocol grid as one resumable command."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from core.errors import UsageError
+from engine.cli.args import StrictParser, int_in
+from engine.sweep.cost import estimate, method_plans
+from engine.sweep.grid import SEEDS
+from engine.sweep.plan import Filters, JobSpec, check_filters, custom_jobs, jobs_for, select
+
+
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(p.strip() for p in text.split(",") if p.strip())
+
+
+def _numbers(text: str) -> tuple[int, ...]:
+    return tuple(int_in("a number in a comma list")(p) for p in _names(text))
+
+
+def add_grid_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("grid (protocol section 4; filters combine, a comma list means any of)")
+    g.add_argument("--table", type=_numbers, default=(), help="tables 2-7, e.g. 3,4")
+    g.add_argument("--methods", type=_names, default=(), help="gepa,mipro,mapro,maspo,...,identity (identity: "
+                   "one seed-bundle job per runtime condition)")
+    g.add_argument("--tasks", type=_names, default=(), help="e.g. bfcl,hotpotqa")
+    g.add_argument("--topologies", type=_names, default=(), help="base topologies or registry keys")
+    g.add_argument("--frameworks", type=_names, default=(), help="langgraph,crewai,autogen,openai_agents")
+    g.add_argument("--communications", type=_names, default=(), help="freeform,semi_structured,structured_soft")
+    g.add_argument("--team-sizes", type=_numbers, default=(), help="1,2,4,8,10")
+    g.add_argument("--models", type=_names, default=(), help="qwen,llama")
+    g.add_argument("--seeds", type=_numbers, default=SEEDS, help="optimizer seeds (default 0,1,2)")
+    g.add_argument("--grid-file", default=None, help='custom grid: JSON {"jobs": [{"method", "cell", "seeds"?, '
+                   '"allow_any_cell"?, "data_dir"?}]} instead of the protocol grid')
+    g.add_argument("--data-dir", action="append", default=[], metavar="TASK=DIR", help="a task's data directory")
+    g.add_argument("--budget", type=int_in("--budget", 1, 600), default=600, help="rollout budget per job")
+    g.add_argument("--allow-small-budget", action="store_true", help="run methods below their smallest budget")
+
+
+def data_dirs(items: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        task, sep, directory = item.partition("=")
+        if not sep or not task or not directory:
+            raise UsageError(f"--data-dir must be TASK=DIR, got {item!r}")
+        out[task.strip()] = directory.strip()
+    return out
+
+
+def planned_jobs(args: argparse.Namespace) -> list[JobSpec]:
+    f = check_filters(Filters(tables=args.table, methods=args.methods, tasks=args.tasks, topologies=args.topologies,
+                              frameworks=args.frameworks, communications=args.communications,
+                              team_sizes=args.team_sizes, models=args.models, seeds=args.seeds))
+    dirs = data_dirs(args.data_dir)
+    if args.grid_file:
+        return custom_jobs(Path(args.grid_file), f.seeds, dirs)
+    jobs = jobs_for(select(f), f.seeds, dirs)
+    if not jobs:
+        raise UsageError("the filters select no job of the grid")
+    return jobs
+
+
+def plan_main(argv: Sequence[str]) -> int:
+    p = StrictParser(prog="engine sweep plan", description="Print a sweep's jobs, counts and rough cost; runs "
+                     "nothing.")
+    add_grid_options(p)
+    p.add_argument("--json", action="store_true", help="one JSON document instead of the table")
+    args = p.parse_args(list(argv))
+    jobs = planned_jobs(args)
+    runnable = [j for j in jobs if j.runnable]
+    cost = estimate(runnable, args.budget)
+    missing = [j for j in jobs if not j.runnable]
+    if args.json:
+        print(json.dumps({"jobs": [{"key": j.key, "method": j.method, "cell": j.cell, "seed": j.seed,
+                                    "tables": list(j.tables), "runnable": j.runnable, "reason": j.reason}
+                                   for j in jobs],
+                          "counts": {"jobs": len(jobs), "runnable": len(runnable), "not_implemented": len(missing)},
+                          "cost": cost.__dict__}, sort_keys=True))
+        return 0
+    for j in jobs:
+        print(f"{'run ' if j.runnable else 'SKIP'}  {j.key:<58} tables={','.join(map(str, j.tables)) or '-'}"
+              + (f"  not implemented: {j.reason}" if j.reason else ""))
+    print(f"\n{len(jobs)} jobs: {len(runnable)} runnable, {len(missing)} not implemented (listed above, not run)")
+    print(f"rough cost of the runnable jobs: {cost.rollouts:,} rollouts ({cost.shared_rollouts_saved:,} more "
+          f"saved by shared seed-bundle evaluations), ~{cost.model_calls:,} model calls, ~{cost.prompt_tokens:,} "
+          f"prompt + ~{cost.completion_tokens:,} completion tokens (assumed per-call sizes: engine/sweep/cost.py)")
+    for method, plan in method_plans(runnable, args.budget).items():
+        print(f"plan {method}: {plan}")
+    return 0
+
+
+def status_main(argv: Sequence[str]) -> int:
+    from engine.sweep.state import SweepState
+
+    p = StrictParser(prog="engine sweep status", description="Summarize a sweep directory's sweep.sqlite.")
+    p.add_argument("--sweep-dir", required=True)
+    p.add_argument("--json", action="store_true")
+    args = p.parse_args(list(argv))
+    path = Path(args.sweep_dir) / "sweep.sqlite"
+    if not path.is_file():
+        raise UsageError(f"{args.sweep_dir} holds no sweep (no sweep.sqlite)")
+    state = SweepState(path)
+    try:
+        rows, counts = state.rows(), state.counts()
+    finally:
+        state.close()
+    if args.json:
+        print(json.dumps({"counts": counts, "jobs": [r.__dict__ for r in rows]}, sort_keys=True))
+        return 0
+    print(f"{'status':<16}{'tries':>5}  {'job':<58} result / error")
+    for r in rows:
+        tail = (f"delta_pp={r.result.get('delta_pp')} base={r.result.get('baseline_mean')} "
+                f"deployed={r.result.get('deployed_mean')}" if r.result else (r.error or r.reason or ""))
+        print(f"{r.status:<16}{r.attempts:>5}  {r.key:<58} {tail[:160]}")
+    print("  ".join(f"{k}={v}" for k, v in counts.items()))
+    return 0
+
+
+SUBCOMMANDS = {"plan": plan_main, "status": status_main}
+USAGE = ("usage: python -m engine sweep {plan,run,status,serve} ...\n\n"
+         "  plan    print the jobs, counts and rough cost of a grid selection (runs nothing)\n"
+         "  run     run (or resume) a sweep in --sweep-dir on shared endpoints, local or on Ray\n"
+         "  status  summarize a sweep directory\n"
+         "  serve   start one OpenAI-compatible server per GPU and print the endpoint list")
+
+
+def main(argv: Sequence[str]) -> int:
+    if not argv or argv[0] in ("-h", "--help"):
+        print(USAGE)
+        return 0 if argv else 2
+    name, rest = argv[0], list(argv[1:])
+    if name == "run":
+        from engine.sweep.run_cmd import run_main
+
+        return run_main(rest)
+    if name == "serve":
+        from engine.sweep.serve import serve_main
+
+        return serve_main(rest)
+    if name not in SUBCOMMANDS:
+        print(f"error: unknown sweep command {name!r}\n{USAGE}", file=sys.stderr)
+        return 2
+    return SUBCOMMANDS[name](rest)

@@ -1,0 +1,119 @@
+"""Shared evaluations across jobs and processes (protocol 5.3: "concurrent jobs share evaluations via file locks").
+
+An evaluation is content-addressed (core/protocol.py `evaluation_identity`: condition, split, evaluation seed,
+bundle, ordered ids, rows hash); the seed bundle's validation and test evaluations of a condition and seed are
+therefore the same for every method. The first job to need one takes `DIR/<id>.lock` (fcntl, so it holds across
+processes and across jobs in one process), runs it against the endpoints and records every model response by its
+request key into `DIR/<id>.json` (written atomically). Every later job takes the lock, finds the file and runs the
+same rollouts against a pool that answers from those responses: no endpoint request, while its own store and
+card still hold every rollout, call and score (and an `mpb.shared_evaluation` annotation naming the source).
+A response the file lacks (it cannot happen for a deterministic runtime; defensive) goes to the live endpoint.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from core.canonical import canonical_json, content_hash
+from core.errors import ArtifactError
+from core.models import RolloutRecord
+
+SCHEMA = "mas-promptbench-shared-evaluation/v1"
+LOCK_POLL_S = 0.05
+
+
+class _Pool:
+    """The job's pool seen through recorded responses: a request whose response is recorded is answered from it,
+    any other goes to the live (outage-aware) pool and its answer is recorded."""
+
+    def __init__(self, live: Any, responses: dict[str, Any], recorded: dict[str, Any]):
+        self._live, self._responses, self._recorded = live, responses, recorded
+        self.endpoints = live.endpoints
+        self.hits = 0
+        self.misses = 0
+
+    async def chat(self, body: dict[str, Any]) -> tuple[dict[str, Any], float]:
+        key = content_hash(body)
+        if key in self._responses:
+            self.hits += 1
+            return self._responses[key], 0.0
+        self.misses += 1
+        response, latency = await self._live.chat(body)
+        self._recorded[key] = response
+        return response, latency
+
+    @property
+    def model_id(self) -> str:
+        return str(self._live.model_id)
+
+    @property
+    def capacity(self) -> int:
+        return int(self._live.capacity)
+
+
+class EvaluationCache:
+    def __init__(self, directory: Path, owner: str = ""):
+        self.dir = directory
+        self.owner = owner  # who computes (the job key), recorded as provenance
+
+    def for_job(self, owner: str) -> "EvaluationCache":
+        return EvaluationCache(self.dir, owner)
+
+    @asynccontextmanager
+    async def _hold(self, evaluation_id: str) -> AsyncIterator[None]:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        fh = open(self.dir / f"{evaluation_id}.lock", "a+")
+        try:
+            while True:
+                try:
+                    fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    await anyio.sleep(LOCK_POLL_S)  # cancellable; never blocks the event loop
+            yield
+        finally:
+            fh.close()  # releases the lock
+
+    def _load(self, evaluation_id: str, identity: dict[str, Any]) -> dict[str, Any] | None:
+        path = self.dir / f"{evaluation_id}.json"
+        if not path.exists():
+            return None
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ArtifactError(f"shared evaluation {path} is unreadable: {exc}") from exc
+        if data.get("identity") != identity:
+            raise ArtifactError(f"shared evaluation {path} has a different identity")
+        return dict(data)
+
+    def _save(self, evaluation_id: str, identity: dict[str, Any], responses: dict[str, Any]) -> None:
+        path = self.dir / f"{evaluation_id}.json"
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(canonical_json({"schema": SCHEMA, "evaluation_id": evaluation_id, "identity": identity,
+                                       "computed_by": self.owner, "responses": responses}), encoding="utf-8")
+        os.replace(tmp, path)
+
+    async def evaluate(self, evaluation_id: str, identity: dict[str, Any], pool: Any,
+                       run: Callable[[Any], Awaitable[list[RolloutRecord]]]
+                       ) -> tuple[list[RolloutRecord], dict[str, Any]]:
+        async with self._hold(evaluation_id):
+            found = await anyio.to_thread.run_sync(self._load, evaluation_id, identity)
+            responses: dict[str, Any] = dict(found["responses"]) if found else {}
+            recorded: dict[str, Any] = {}
+            endpoint = _Pool(pool, responses, recorded)
+            records = await run(endpoint)
+            complete = all(r.usable for r in records)
+            if found is None and complete:  # only a clean evaluation is shared (an infra failure is not an answer)
+                await anyio.to_thread.run_sync(self._save, evaluation_id, identity, recorded)
+        provenance = {"source": "shared" if found else "computed", "computed_by": found["computed_by"] if found
+                      else self.owner, "calls_from_cache": endpoint.hits, "calls_live": endpoint.misses,
+                      "saved": found is None and complete}
+        return records, provenance

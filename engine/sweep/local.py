@@ -1,0 +1,73 @@
+"""The local executor: many jobs concurrently in one process, all on one shared endpoint pool.
+
+Jobs are I/O bound: while one waits on its own sequential steps (an optimizer's next proposal, a selection), the
+others keep the endpoints busy; the in-flight limit is per endpoint and shared by every job (engine/chat
+`Endpoint.limiter`). A job that raises is recorded with its error and retried (it resumes from its own directory)
+up to `job_retries` more times; it never stops the sweep. Cancellation (Ctrl-C) propagates: running jobs stop,
+their rows stay `running`, and the next run resumes them from their stores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine
+from typing import Any
+from contextlib import AsyncExitStack
+from pathlib import Path
+
+import anyio
+
+from engine.chat.auth import scrub
+from engine.chat.endpoint import EndpointPool
+from engine.sweep.endpoints import EndpointSpec, open_shared
+from engine.sweep.evalcache import EvaluationCache
+from engine.sweep.jobcall import JobSettings, run_spec
+from engine.sweep.plan import JobSpec
+from engine.sweep.progress import Progress
+from engine.sweep.state import SweepState, headline
+from optimizers.registry import uses_reflection
+
+
+def error_line(exc: BaseException) -> str:
+    while isinstance(exc, BaseExceptionGroup):  # the first leaf names the cause
+        exc = exc.exceptions[0]
+    return " ".join(scrub(f"{type(exc).__name__}: {exc}").split())
+
+
+async def run_local(specs: list[JobSpec], sweep_dir: Path, state: SweepState, settings: JobSettings,
+                    endpoints: EndpointSpec, *, model_id: str, max_jobs: int, job_retries: int,
+                    cache: EvaluationCache | None, startup_timeout: float, progress: Progress,
+                    observe: Callable[[EndpointPool], Coroutine[Any, Any, None]] | None = None) -> None:
+    """Run `specs` to completion; `observe(pool)` (benchmarks: in-flight sampling) runs beside them and is
+    cancelled when they are done."""
+    needs_reflection = any(uses_reflection(s.method) for s in specs)
+    async with AsyncExitStack() as stack:
+        pool, reflection = await open_shared(
+            stack, endpoints, model_id=model_id,
+            reflection_model=settings.reflection_model if needs_reflection else None,
+            request_timeout=settings.request_timeout, startup_timeout=startup_timeout)
+        jobs = anyio.CapacityLimiter(max_jobs)
+
+        async def one(spec: JobSpec) -> None:
+            async with jobs:
+                for attempt_index in range(job_retries + 1):
+                    attempt = await anyio.to_thread.run_sync(state.start, spec.key)
+                    progress.started(spec.key, attempt)
+                    try:
+                        result = await run_spec(spec, sweep_dir / "runs", settings, pool, reflection,
+                                                cache.for_job(spec.key) if cache is not None else None)
+                    except Exception as exc:  # a job's failure is data: recorded, retried, never the sweep's
+                        final = attempt_index == job_retries
+                        await anyio.to_thread.run_sync(state.fail, spec.key, error_line(exc), final)
+                        progress.failed_attempt(spec.key, error_line(exc), final)
+                        continue
+                    await anyio.to_thread.run_sync(state.finish, spec.key, headline(result))
+                    progress.finished(spec.key, result.get("test", {}).get("delta_pp"))
+                    return
+
+        async with anyio.create_task_group() as outer:
+            if observe is not None:
+                outer.start_soon(observe, pool)
+            async with anyio.create_task_group() as tg:
+                for spec in specs:
+                    tg.start_soon(one, spec)
+            outer.cancel_scope.cancel()

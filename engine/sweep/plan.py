@@ -1,0 +1,155 @@
+"""From the grid to a job list: filters, custom grids from a file, runnable vs not implemented.
+
+Nothing is silently dropped: a selected configuration this engine cannot run is kept in the plan with its reason
+(`runnable=False`), counted and printed by `sweep plan`, and never executed.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from core.cell import ALL_METHODS, COMMUNICATIONS, MODELS, TASKS, TEAM_SIZES, TOPOLOGIES, parse_cell
+from core.errors import CellError, UsageError
+from engine.sweep.grid import (
+    FRAMEWORK_LABELS,
+    SEEDS,
+    Configuration,
+    identity_configurations,
+    not_implemented_reason,
+    protocol_grid,
+)
+
+
+def implemented_methods() -> tuple[str, ...]:
+    from optimizers.registry import METHODS
+
+    return tuple(METHODS)
+
+
+@dataclass(frozen=True)
+class Filters:
+    tables: tuple[int, ...] = ()
+    methods: tuple[str, ...] = ()
+    tasks: tuple[str, ...] = ()
+    topologies: tuple[str, ...] = ()  # base topology or registry key
+    frameworks: tuple[str, ...] = ()
+    communications: tuple[str, ...] = ()
+    team_sizes: tuple[int, ...] = ()
+    models: tuple[str, ...] = ()
+    seeds: tuple[int, ...] = SEEDS
+
+    def keeps(self, c: Configuration) -> bool:
+        return ((not self.tables or bool(set(self.tables) & set(c.tables)) or (c.method == "identity"))
+                and (not self.tasks or c.task in self.tasks)
+                and (not self.topologies or c.topology in self.topologies or c.registry_key in self.topologies)
+                and (not self.frameworks or c.framework in self.frameworks)
+                and (not self.communications or c.communication in self.communications)
+                and (not self.team_sizes or c.team_size in self.team_sizes)
+                and (not self.models or c.model in self.models))
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """One job of a sweep: everything `python -m engine job` needs, plus where it lives in the sweep dir."""
+
+    method: str
+    cell: str
+    seed: int
+    tables: tuple[int, ...]
+    registry_key: str
+    runnable: bool
+    reason: str | None = None
+    allow_any_cell: bool = False
+    data_dir: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def key(self) -> str:
+        """The job's directory relative to the sweep's runs/ (protocol section 6 convention)."""
+        cell = parse_cell(self.cell)
+        return f"{self.method}/{cell.task}/{self.registry_key}/{cell.task_model}/{self.seed}"
+
+
+def _split(values: tuple[str, ...], allowed: tuple[str, ...], what: str) -> tuple[str, ...]:
+    for v in values:
+        if v not in allowed:
+            raise UsageError(f"unknown {what} {v!r}; known: {', '.join(allowed)}")
+    return values
+
+
+def check_filters(f: Filters) -> Filters:
+    _split(f.methods, ALL_METHODS + ("identity",), "method")
+    _split(f.tasks, TASKS, "task")
+    _split(f.frameworks, FRAMEWORK_LABELS, "framework")
+    _split(f.communications, COMMUNICATIONS, "communication")
+    _split(f.models, MODELS, "model")
+    keys = {c.registry_key for c in protocol_grid()} | set(TOPOLOGIES)
+    _split(f.topologies, tuple(sorted(keys)), "topology")
+    for t in f.tables:
+        if t not in (2, 3, 4, 5, 6, 7):
+            raise UsageError(f"unknown table {t}; the grid has tables 2-7")
+    for n in f.team_sizes:
+        if n not in TEAM_SIZES + (1,):
+            raise UsageError(f"unknown team size {n}; known: 1, {', '.join(map(str, TEAM_SIZES))}")
+    for s in f.seeds:
+        if s not in SEEDS:
+            raise UsageError(f"--seeds must be among 0, 1, 2, got {s}")
+    return f
+
+
+def select(f: Filters, configs: list[Configuration] | None = None) -> list[Configuration]:
+    """Configurations kept by the filters; `identity` is one per runnable condition of the kept ones."""
+    implemented = implemented_methods()
+    pool = [c for c in (configs if configs is not None else protocol_grid()) if f.keeps(c)]
+    chosen = [c for c in pool if not f.methods or c.method in f.methods]
+    if "identity" in f.methods:
+        chosen += identity_configurations(pool, implemented)
+    return chosen
+
+
+def jobs_for(configs: list[Configuration], seeds: tuple[int, ...], data_dirs: dict[str, str]) -> list[JobSpec]:
+    implemented = implemented_methods()
+    jobs = []
+    for c in configs:
+        reason = not_implemented_reason(c, implemented)
+        for seed in seeds:
+            jobs.append(JobSpec(method=c.method, cell=c.cell_text, seed=seed, tables=c.tables,
+                                registry_key=c.registry_key, runnable=reason is None, reason=reason,
+                                data_dir=data_dirs.get(c.task)))
+    return jobs
+
+
+def custom_jobs(path: Path, seeds: tuple[int, ...], data_dirs: dict[str, str]) -> list[JobSpec]:
+    """A custom grid: JSON {"jobs": [{"method": M, "cell": "task=..,topology=..", "seeds": [..]?,
+    "allow_any_cell": bool?, "data_dir": DIR?}, ...]}. Off-grid cells are runnable only with allow_any_cell."""
+    from core.cell import grid_tables, registry_key
+
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        entries = doc["jobs"]
+        if not isinstance(entries, list):
+            raise TypeError("jobs is not a list")
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise UsageError(f"--grid-file {path}: not a readable grid ({type(exc).__name__}: {exc})") from None
+    implemented, jobs = implemented_methods(), []
+    for i, e in enumerate(entries):
+        try:
+            method, cell = str(e["method"]), parse_cell(str(e["cell"]))
+            entry_seeds = tuple(int(s) for s in e.get("seeds", seeds))
+        except (KeyError, TypeError, ValueError, CellError) as exc:
+            raise UsageError(f"--grid-file {path}: entry {i}: {exc}") from None
+        if any(s not in SEEDS for s in entry_seeds):
+            raise UsageError(f"--grid-file {path}: entry {i}: seeds must be among 0, 1, 2")
+        tables = tuple(grid_tables(method, cell, implemented))
+        allow = bool(e.get("allow_any_cell", False))
+        reason = None if method in implemented else f"method {method} is not implemented"
+        if reason is None and not tables and not allow:
+            reason = "off-grid cell (set allow_any_cell to run it, non-conformant)"
+        for seed in entry_seeds:
+            jobs.append(JobSpec(method=method, cell=str(e["cell"]), seed=seed, tables=tables,
+                                registry_key=registry_key(cell), runnable=reason is None, reason=reason,
+                                allow_any_cell=allow, data_dir=e.get("data_dir") or data_dirs.get(cell.task)))
+    return jobs

@@ -1,0 +1,172 @@
+"""`python -m engine sweep run`: plan, record the jobs in sweep.sqlite, run the pending and interrupted ones on a
+shared endpoint pool (local executor, or Ray with `--executor ray --address ...`), then aggregate."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from contextlib import AsyncExitStack, ExitStack
+from dataclasses import replace
+from pathlib import Path
+
+import anyio
+
+from core.cell import parse_cell
+from core.errors import UsageError
+from engine.chat.preflight import DEFAULT_STARTUP_TIMEOUT_S
+from engine.cli.args import StrictParser, check_out_directory, int_in, positive_float
+from engine.sweep.cli import add_grid_options, planned_jobs
+from engine.sweep.endpoints import EndpointSpec, open_shared, simulated, task_urls_from
+from engine.sweep.evalcache import EvaluationCache
+from engine.sweep.jobcall import JobSettings
+from engine.sweep.plan import JobSpec
+from engine.sweep.progress import Progress
+from engine.sweep.state import SweepState
+from optimizers.registry import uses_reflection
+
+SIM_MODEL, SIM_REFLECTION = "simulated-policy", "simulated-reflection"
+
+
+def make_parser() -> argparse.ArgumentParser:
+    p = StrictParser(prog="engine sweep run", description="Run or resume a sweep of protocol jobs.")
+    p.add_argument("--sweep-dir", required=True, help="sweep.sqlite, runs/<method>/<task>/<key>/<model>/<seed>/, "
+                   "evaluation cache and summary.json live here")
+    add_grid_options(p)
+    e = p.add_argument_group("endpoints")
+    e.add_argument("--task-endpoint", action="append", default=None, help="repeatable; else --endpoints-file, "
+                   "else TASK_ENDPOINTS")
+    e.add_argument("--endpoints-file", default=None, help="one base URL a line (e.g. `sweep serve` output)")
+    e.add_argument("--reflection-endpoint", default=None, help="else REFLECTION_MODEL_BASE_URL")
+    e.add_argument("--model-id", default=None, help="task model id served by the endpoints (else MODEL_ID)")
+    e.add_argument("--reflection-model", default=None)
+    e.add_argument("--simulated", action="store_true", help="start the built-in simulated endpoint instead "
+                   "(jobs are labelled simulated and non-conformant)")
+    e.add_argument("--sim-delay-ms", type=positive_float("--sim-delay-ms", allow_zero=True), default=0.0)
+    e.add_argument("--limit", type=int_in("--limit", 1), default=32, help="in-flight requests per endpoint, "
+                   "shared by all jobs (default 32)")
+    e.add_argument("--max-outage", type=positive_float("--max-outage", allow_zero=True), default=900.0,
+                   help="seconds requests wait while no endpoint is healthy (default 900); waits are logged to "
+                   "SWEEP_DIR/pool-events.jsonl")
+    e.add_argument("--request-timeout", type=positive_float("--request-timeout"), default=1200.0)
+    e.add_argument("--startup-timeout", type=positive_float("--startup-timeout"), default=DEFAULT_STARTUP_TIMEOUT_S)
+    x = p.add_argument_group("execution")
+    x.add_argument("--executor", choices=("local", "ray"), default="local")
+    x.add_argument("--address", default=None, help="Ray cluster address (required with --executor ray; never "
+                   "auto-detected); `local` starts a private one-machine instance")
+    x.add_argument("--ray-local-cpus", type=int_in("--ray-local-cpus", 1), default=None,
+                   help="CPUs of the private instance of `--address local` (default: all)")
+    x.add_argument("--max-jobs", type=int_in("--max-jobs", 1), default=64, help="jobs running at once")
+    x.add_argument("--job-retries", type=int_in("--job-retries", 0), default=1, help="extra attempts per job")
+    x.add_argument("--evaluation-cache", default=None, help="shared evaluations (default SWEEP_DIR/evaluations)")
+    x.add_argument("--no-aggregate", action="store_true", help="skip `aggregate` at the end")
+    x.add_argument("--include-nonconformant", action="store_true", help="passed to aggregate")
+    x.add_argument("--quiet", action="store_true", help="no progress lines")
+    return p
+
+
+def settings_from(args: argparse.Namespace, model_id: str) -> JobSettings:
+    return JobSettings(budget=args.budget, allow_small_budget=args.allow_small_budget,
+                       model_id=None if args.simulated else model_id,
+                       reflection_model=args.reflection_model or (SIM_REFLECTION if args.simulated else None),
+                       concurrency=args.limit * max(1, len(args.task_endpoint or [])),
+                       request_timeout=args.request_timeout, simulated=args.simulated,
+                       max_outage=args.max_outage)
+
+
+def run_main(argv: Sequence[str]) -> int:
+    """Everything that can fail on bad input (options, grid, endpoints, the start-up check of every endpoint)
+    fails before the sweep directory is written."""
+    args = make_parser().parse_args(list(argv))
+    sweep_dir = Path(args.sweep_dir)
+    check_out_directory(sweep_dir, "--sweep-dir")
+    jobs = planned_jobs(args)
+    if args.executor == "ray" and args.address in (None, "", "auto"):
+        raise UsageError("--executor ray needs --address naming a running cluster (host:port, ray://host:10001) or "
+                         "`local`; it never connects to a cluster it was not told about (`auto` is refused)")
+    urls = () if args.simulated else task_urls_from(args.task_endpoint, args.endpoints_file)
+    if not args.simulated and not urls:
+        raise UsageError("no task endpoint: give --task-endpoint, --endpoints-file or TASK_ENDPOINTS (see `sweep "
+                         "serve`), or --simulated")
+    model_id = SIM_MODEL if args.simulated else (args.model_id or os.environ.get("MODEL_ID") or "")
+    if not model_id:
+        raise UsageError("--model-id (or MODEL_ID) is required with real task endpoints")
+    settings = settings_from(args, model_id)
+    reflection: str | None
+    with ExitStack() as stack:
+        if args.simulated:
+            tasks = sorted({parse_cell(j.cell).task for j in jobs if j.runnable}) or ["bfcl"]
+            url = stack.enter_context(simulated(tasks, None, args.sim_delay_ms / 1000.0))
+            urls, reflection = (url,), url
+        else:
+            reflection = args.reflection_endpoint or os.environ.get("REFLECTION_MODEL_BASE_URL") or None
+        endpoints = EndpointSpec(urls, reflection, args.limit, args.max_outage, sweep_dir / "pool-events.jsonl")
+        needs_reflection = any(uses_reflection(j.method) for j in jobs if j.runnable)
+        anyio.run(lambda: check_shared(endpoints, model_id, settings.reflection_model if needs_reflection else None,
+                                       args.startup_timeout))
+        counts = run_checked(args, jobs, sweep_dir, settings, endpoints, model_id)
+    print(f"sweep: finished={counts['finished']} failed={counts['failed']} not_implemented="
+          f"{counts['not_implemented']} pending={counts['pending'] + counts['running']}", file=sys.stderr)
+    if not args.no_aggregate and counts["finished"]:
+        aggregate(sweep_dir, args.include_nonconformant)
+    return 0 if counts["failed"] == 0 else 1
+
+
+async def check_shared(endpoints: EndpointSpec, model_id: str, reflection_model: str | None,
+                       startup_timeout: float) -> None:
+    """The start-up check of every endpoint, before the sweep directory is written."""
+    async with AsyncExitStack() as stack:
+        await open_shared(stack, replace(endpoints, events=None), model_id=model_id,
+                          reflection_model=reflection_model, request_timeout=60.0, startup_timeout=startup_timeout,
+                          probes=False)
+
+
+def run_checked(args: argparse.Namespace, jobs: list[JobSpec], sweep_dir: Path, settings: JobSettings,
+                endpoints: EndpointSpec, model_id: str) -> dict[str, int]:
+    runnable = [j for j in jobs if j.runnable]
+    sweep_dir.mkdir(parents=True, exist_ok=True)
+    state = SweepState(sweep_dir / "sweep.sqlite")
+    try:
+        state.check_settings(settings.as_dict())
+        state.add(jobs)
+        state.retry_failed()
+        todo = [j for j in runnable if state.rows([j.key])[0].status in ("pending", "running")]
+        done = len(runnable) - len(todo)
+        print(f"sweep: {len(jobs)} jobs ({len(runnable)} runnable, {len(jobs) - len(runnable)} not implemented); "
+              f"{done} already finished, {len(todo)} to run", file=sys.stderr, flush=True)
+        cache = EvaluationCache(Path(args.evaluation_cache) if args.evaluation_cache else sweep_dir / "evaluations")
+        progress = Progress(len(runnable), done, quiet=args.quiet)
+        execute(args, todo, sweep_dir, state, settings, endpoints, model_id, cache, progress)
+        progress.close()
+        return state.counts()
+    finally:
+        state.close()
+
+
+def execute(args: argparse.Namespace, todo: list[JobSpec], sweep_dir: Path, state: SweepState,
+            settings: JobSettings, endpoints: EndpointSpec, model_id: str, cache: EvaluationCache,
+            progress: Progress) -> None:
+    if args.executor == "ray":
+        from engine.sweep.ray_exec import run_ray
+
+        run_ray(todo, sweep_dir, state, settings, endpoints, model_id=model_id, address=args.address,
+                max_jobs=args.max_jobs, job_retries=args.job_retries, cache=cache,
+                startup_timeout=args.startup_timeout, progress=progress, local_cpus=args.ray_local_cpus)
+        return
+    from engine.sweep.local import run_local
+
+    anyio.run(lambda: run_local(todo, sweep_dir, state, settings, endpoints, model_id=model_id,
+                                max_jobs=args.max_jobs, job_retries=args.job_retries, cache=cache,
+                                startup_timeout=args.startup_timeout, progress=progress))
+
+
+def aggregate(sweep_dir: Path, include_nonconformant: bool) -> None:
+    """`aggregate` over the finished jobs; its report goes to stdout, summary.json into the sweep dir."""
+    from engine.aggregate.cli import main as aggregate_main
+
+    argv = [str(sweep_dir / "runs"), "--out", str(sweep_dir / "summary.json")]
+    code = aggregate_main(argv + (["--include-nonconformant"] if include_nonconformant else []))
+    if code != 0:
+        print(f"sweep: aggregate exited {code} (see its message above); the jobs' results are in "
+              f"{sweep_dir / 'runs'}", file=sys.stderr)

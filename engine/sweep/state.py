@@ -1,0 +1,146 @@
+"""`sweep.sqlite`: one row per job (status, attempts, directory, headline result, error).
+
+Statuses: pending -> running -> finished | failed (after --job-retries) ; not_implemented (listed, never run).
+A row left `running` by a killed sweep is treated as interrupted: the next run resumes it from its job
+directory (the job's own store replays what it recorded). Writes are tiny and happen at job boundaries; they run
+in a worker thread so the event loop never blocks on SQLite.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from functools import wraps
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from core.errors import UsageError
+from engine.sweep.plan import JobSpec
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS jobs (
+  key TEXT PRIMARY KEY, position INTEGER NOT NULL, method TEXT NOT NULL, cell TEXT NOT NULL,
+  seed INTEGER NOT NULL, status TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, directory TEXT NOT NULL,
+  result TEXT, error TEXT, reason TEXT, spec TEXT NOT NULL, updated REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+STATUSES = ("pending", "running", "finished", "failed", "not_implemented")
+
+
+@dataclass(frozen=True)
+class JobRow:
+    key: str
+    method: str
+    cell: str
+    seed: int
+    status: str
+    attempts: int
+    directory: str
+    result: dict[str, Any] | None
+    error: str | None
+    reason: str | None
+
+
+def _serialized(method: Callable[..., Any]) -> Callable[..., Any]:
+    """One statement sequence at a time on the shared connection (the executor writes from worker threads)."""
+    @wraps(method)
+    def locked(self: "SweepState", *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            return method(self, *args, **kwargs)
+    return locked
+
+
+class SweepState:
+    def __init__(self, path: Path):
+        self.path = path
+        self._lock = threading.Lock()
+        try:
+            self._conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=30)
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.executescript(SCHEMA)
+        except sqlite3.Error as exc:
+            raise UsageError(f"sweep state {path} is unusable: {exc}") from None
+
+    def close(self) -> None:
+        self._conn.close()
+
+    @_serialized
+    def check_settings(self, settings: dict[str, Any]) -> None:
+        """A sweep directory belongs to one set of job settings (budget, model, ...): a different one is refused."""
+        text = json.dumps(settings, sort_keys=True)
+        row = self._conn.execute("SELECT value FROM meta WHERE name='settings'").fetchone()
+        if row is None:
+            self._conn.execute("INSERT INTO meta VALUES ('settings', ?)", (text,))
+        elif row[0] != text:
+            raise UsageError(f"{self.path.parent} holds a sweep with other job settings ({row[0]}); use another "
+                             "--sweep-dir")
+
+    @_serialized
+    def add(self, specs: list[JobSpec]) -> None:
+        """Insert jobs not yet known (known ones keep their status, attempts and results)."""
+        now = time.time()
+        with self._conn:
+            base = self._conn.execute("SELECT COALESCE(MAX(position), -1) + 1 FROM jobs").fetchone()[0]
+            for i, s in enumerate(specs):
+                self._conn.execute(
+                    "INSERT OR IGNORE INTO jobs (key, position, method, cell, seed, status, directory, reason, spec,"
+                    " updated) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                    (s.key, base + i, s.method, s.cell, s.seed, "pending" if s.runnable else "not_implemented",
+                     f"runs/{s.key}", s.reason, json.dumps(_spec_json(s)), now))
+
+    @_serialized
+    def start(self, key: str) -> int:
+        with self._conn:
+            self._conn.execute("UPDATE jobs SET status='running', attempts=attempts+1, error=NULL, updated=? "
+                               "WHERE key=?", (time.time(), key))
+        return int(self._conn.execute("SELECT attempts FROM jobs WHERE key=?", (key,)).fetchone()[0])
+
+    @_serialized
+    def finish(self, key: str, result: dict[str, Any]) -> None:
+        with self._conn:
+            self._conn.execute("UPDATE jobs SET status='finished', result=?, error=NULL, updated=? WHERE key=?",
+                               (json.dumps(result, sort_keys=True), time.time(), key))
+
+    @_serialized
+    def fail(self, key: str, error: str, final: bool) -> None:
+        with self._conn:
+            self._conn.execute("UPDATE jobs SET status=?, error=?, updated=? WHERE key=?",
+                               ("failed" if final else "pending", error[:2000], time.time(), key))
+
+    @_serialized
+    def retry_failed(self) -> None:
+        """A new `sweep run` gives failed jobs a fresh set of attempts."""
+        with self._conn:
+            self._conn.execute("UPDATE jobs SET status='pending', attempts=0 WHERE status='failed'")
+
+    @_serialized
+    def rows(self, keys: list[str] | None = None) -> list[JobRow]:
+        cur = self._conn.execute("SELECT key, method, cell, seed, status, attempts, directory, result, error, reason "
+                                 "FROM jobs ORDER BY position")
+        rows = [JobRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], json.loads(r[7]) if r[7] else None, r[8], r[9])
+                for r in cur.fetchall()]
+        return rows if keys is None else [r for r in rows if r.key in set(keys)]
+
+    @_serialized
+    def counts(self) -> dict[str, int]:
+        counts = dict.fromkeys(STATUSES, 0)
+        for status, n in self._conn.execute("SELECT status, COUNT(*) FROM jobs GROUP BY status"):
+            counts[status] = n
+        return counts
+
+
+def _spec_json(s: JobSpec) -> dict[str, Any]:
+    return {"method": s.method, "cell": s.cell, "seed": s.seed, "tables": list(s.tables),
+            "registry_key": s.registry_key, "allow_any_cell": s.allow_any_cell, "data_dir": s.data_dir}
+
+
+def headline(result: dict[str, Any]) -> dict[str, Any]:
+    """What `sweep status` shows of a finished job (from its result.json)."""
+    test = result.get("test", {})
+    return {"baseline_mean": test.get("baseline_mean"), "deployed_mean": test.get("deployed_mean"),
+            "delta_pp": test.get("delta_pp"), "fallback_reason": result.get("selection", {}).get("fallback_reason"),
+            "charged": (result.get("optimization", {}).get("budget") or {}).get("charged")}

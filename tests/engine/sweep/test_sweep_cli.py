@@ -1,0 +1,53 @@
+"""`sweep` bad input: one line on stderr, exit 2, nothing written; `plan` prints counts and cost."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.engine.sweep.sweeputil import SELECTION, sweep
+
+
+@pytest.mark.parametrize("args,words", [
+    (["--task-endpoint", "http://127.0.0.1:9/v1", "--model-id", "m"], "start-up check"),
+    (["--model-id", "m"], "no task endpoint"),
+    (["--task-endpoint", "http://127.0.0.1:9/v1"], "--model-id"),
+    (["--simulated", "--methods", "nope"], "unknown method"),
+    (["--simulated", "--limit", "0"], "--limit"),
+    (["--simulated", "--tasks", "bfcl", "--models", "llama", "--team-sizes", "8"], "no job"),
+    (["--endpoints-file", "/nonexistent/endpoints.txt", "--model-id", "m"], "endpoints-file"),
+])
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, args, words):
+    base = [a for a in SELECTION if a not in ("--methods", "gepa,identity")] if "--methods" in args else SELECTION
+    if "--tasks" in args:
+        base = []
+    proc = sweep("run", "--sweep-dir", str(tmp_path / "sw"), *base, *args, "--startup-timeout", "2")
+    assert proc.returncode == 2, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and words in proc.stderr, proc.stderr
+    assert not (tmp_path / "sw").exists()
+
+
+def test_a_sweep_dir_keeps_its_job_settings(tmp_path):
+    first = sweep("run", "--sweep-dir", str(tmp_path / "sw"), "--tasks", "bfcl", "--methods", "identity",
+                  "--topologies", "single", "--table", "3", "--seeds", "0", "--simulated", "--no-aggregate")
+    assert first.returncode == 0, first.stderr
+    other = sweep("run", "--sweep-dir", str(tmp_path / "sw"), "--tasks", "bfcl", "--methods", "identity",
+                  "--topologies", "single", "--table", "3", "--seeds", "0", "--simulated", "--budget", "10",
+                  "--no-aggregate")
+    assert other.returncode == 2 and "other job settings" in other.stderr
+    again = sweep("run", "--sweep-dir", str(tmp_path / "sw"), "--tasks", "bfcl", "--methods", "identity",
+                  "--topologies", "single", "--table", "3", "--seeds", "0", "--simulated", "--no-aggregate")
+    assert again.returncode == 0 and "1 already finished, 0 to run" in again.stderr
+
+
+def test_plan_lists_not_implemented_cells_and_counts(tmp_path):
+    proc = sweep("plan", "--tasks", "lcb", "--table", "2", "--json")
+    doc = json.loads(proc.stdout)
+    assert doc["counts"] == {"jobs": 54, "runnable": 18, "not_implemented": 36}
+    assert {j["key"].split("/")[2] for j in doc["jobs"] if not j["runnable"]} == {
+        "sequential_crewai", "centralized_autogen", "decentralized_openai_agents"}
+    assert doc["cost"]["rollouts"] > 0 and doc["cost"]["model_calls"] >= doc["cost"]["rollouts"]
+    text = sweep("plan", "--tasks", "lcb", "--table", "2")
+    assert "54 jobs: 18 runnable, 36 not implemented" in text.stdout and "SKIP" in text.stdout
+    assert "plan gepa:" in text.stdout
