@@ -10,6 +10,8 @@
     ├── BudgetError                 ledger misuse (over-commit, unknown reservation, open reservations)
     ├── ContractError               an optimizer or topology broke an engine contract
     ├── InfrastructureInvalidError  optimization cannot go on: the endpoints keep failing (seed bundle is kept)
+    ├── OptimizationFailed          the method failed with a stopping failure kind (contract_failure,
+    │                               program_failure, ambiguous_external): optimization.json records it, the job stops
     ├── ScorerError                 a scorer raised on a scored observation (infrastructure, never charged)
     └── InfrastructureError         retryable: the endpoint or transport failed before a scored observation
         ├── EndpointConnectionError connection refused / reset / DNS
@@ -71,6 +73,17 @@ class InfrastructureInvalidError(EngineError):
     (failure_kind infrastructure_invalid) and keeps the seed bundle."""
 
     kind = "infrastructure_invalid"
+
+
+class OptimizationFailed(EngineError):
+    """The method failed with a failure kind that stops the job (protocol-v1 section 6): the job writes
+    optimization.json with the kind and the error, never reaches selection, and a re-run stops the same way."""
+
+    kind = "optimization_failed"
+
+    def __init__(self, message: str, *, failure_kind: str):
+        super().__init__(message)
+        self.failure_kind = failure_kind
 
 
 class ScorerError(EngineError):

@@ -34,6 +34,9 @@ def configure_benchmark(bench: Benchmark, options: dict[str, Any], data_dir: str
             raise UsageError(f"{flag} applies only to task={' or '.join(datasets)}, not task={bench.name}")
     bench = bench.configure({**options, "data_dir": data_dir})
     bench.check_ready()
+    problem = bench.scorer_problem()  # e.g. API-Bank without its checkout: refused up front, not per rollout
+    if problem:
+        raise UsageError(f"task={bench.name}: the protocol scorer cannot run here: {problem}")
     return bench
 
 

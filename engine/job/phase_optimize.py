@@ -3,15 +3,23 @@ incumbent, the closed ledger and the usage. Resumes from a sealed optimization.j
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
 from core.artifacts import BudgetSnapshot, BundleJson, FailureCounts, Optimization
-from core.errors import ArtifactError, InfrastructureError, InfrastructureInvalidError
+from core.errors import (
+    ArtifactError,
+    EngineError,
+    InfrastructureError,
+    InfrastructureInvalidError,
+    OptimizationFailed,
+)
 from core.ledger import LedgerSnapshot
-from core.models import PromptBundle, RolloutRecord, Row
+from core.models import FailureKind, PromptBundle, RolloutRecord, Row
 from core.optimizer import CurvePoint, OptimizerResult
 from core.protocol import PROTOCOL_ID
+from core.scrub import scrub, secret_values
 from engine.job.artifacts import (
     Sealed,
     read_artifact,
@@ -20,6 +28,7 @@ from engine.job.artifacts import (
     write_jsonl_atomic,
     write_sealed,
 )
+from engine.containment import leaves
 from engine.job.context import JobContext
 from core.models import rollout_usage_totals as usage_totals
 from engine.job.evaluation import failure_counts
@@ -41,6 +50,7 @@ async def optimize(ctx: JobContext) -> Sealed[Optimization]:
         sealed = read_artifact(path, Optimization)
         if sealed.artifact.cell_id != ctx.cell_id:
             raise ArtifactError("optimization.json belongs to another job")
+        _stop_if_failed(sealed.artifact)
         return sealed
     train, validation = ctx.data.train(), ctx.data.validation()
     roles = ctx.topology.roles(ctx.cfg.cell.task, ctx.cfg.cell.team_size)
@@ -51,7 +61,8 @@ async def optimize(ctx: JobContext) -> Sealed[Optimization]:
     started = time.monotonic()
     result, failure = await _run_optimizer(ctx, facade, train, validation)
     snap = ctx.ledger.snapshot()
-    if snap.violations():
+    stopping = failure["failure_kind"] not in (None, FailureKind.INFRASTRUCTURE_INVALID.value)
+    if snap.violations() and not stopping:
         raise ArtifactError(f"ledger not closed after optimization: {'; '.join(snap.violations())}")
     _write_phase_files(ctx, facade, result, snap)
     envelope = _envelope(ctx, facade, result, snap, failure, train, validation)
@@ -62,7 +73,18 @@ async def optimize(ctx: JobContext) -> Sealed[Optimization]:
     await ctx.store.mutate("phase.completed", "run", ctx.cell_id, actor="engine:job",
                            new={"phase": "optimize", "stop_reason": result.stop_reason,
                                 "budget": snap.as_dict(), "envelope_sha256": sealed.sha256})
+    _stop_if_failed(sealed.artifact)
     return sealed
+
+
+def _stop_if_failed(optimization: Optimization) -> None:
+    """A stopping failure kind (section 6) ends the job here, now and on every re-run: no selection, no test."""
+    kind = optimization.failure_kind
+    if kind is None or kind == FailureKind.INFRASTRUCTURE_INVALID.value:
+        return
+    raise OptimizationFailed(f"optimization failed ({kind}): {optimization.error_type}: {optimization.error}; "
+                             "optimization.json records it and the job stops (not reportable); fix the cause and "
+                             "run the job in a new --out", failure_kind=kind)
 
 
 async def _run_optimizer(ctx: JobContext, facade: LedgerRunner, train: list[Row], validation: list[Row]
@@ -71,17 +93,32 @@ async def _run_optimizer(ctx: JobContext, facade: LedgerRunner, train: list[Row]
     try:
         result = await ctx.optimizer.optimize(facade, train, validation, ctx.seed_bundle, ctx.cfg.budget)
         return result, {"status": "completed", "failure_kind": None}
-    except (InfrastructureInvalidError, InfrastructureError) as exc:
-        # Reportable failure: the endpoints (task or reflection) kept failing. The seed bundle is kept and the
-        # selection records infrastructure_invalid_optimization; the ledger must still be closed.
-        failure = {"status": "failed", "failure_kind": "infrastructure_invalid",
-                   "error_type": type(exc).__name__, "error": str(exc)[:2000]}
-        charged = ctx.ledger.snapshot().charged
+    except Exception as exc:  # cancellation is a BaseException and passes through
+        # Section 6: infrastructure_invalid (the endpoints kept failing) is reportable, the seed bundle is kept and
+        # the ledger must still be closed; contract_failure, program_failure and ambiguous_external (reservations
+        # still open) stop the job after optimization.json records them.
+        snap = ctx.ledger.snapshot()
+        cause = _cause(exc)
+        infrastructure = isinstance(cause, (InfrastructureError, InfrastructureInvalidError))  # any leaf kind
+        error_kind = "infrastructure" if infrastructure else getattr(cause, "kind", None) or type(cause).__name__
+        kind = FailureKind.of(error_kind, snap.reserved)
+        failure = {"status": "failed", "failure_kind": kind.value, "error_type": type(cause).__name__,
+                   "error": scrub(str(cause), secret_values(os.environ))[:2000]}
         seed = ctx.seed_bundle
-        result = OptimizerResult(incumbent=seed, stop_reason="infrastructure_invalid",
-                                 curve=(CurvePoint(charged, 0, None, seed.digest, "infrastructure_invalid"),))
-        log.warning(f"warning: optimization stopped, infrastructure invalid: {failure['error']}")
+        result = OptimizerResult(incumbent=seed, stop_reason=kind.value,
+                                 curve=(CurvePoint(snap.charged, 0, None, seed.digest, kind.value),))
+        if kind is FailureKind.INFRASTRUCTURE_INVALID:
+            log.warning(f"warning: optimization stopped, infrastructure invalid: {failure['error']}")
+        else:
+            log.error(f"error: optimization failed ({kind.value}): {failure['error_type']}: {failure['error']}")
         return result, failure
+
+
+def _cause(exc: Exception) -> BaseException:
+    """What a method's failure stands for: an exception group (the method's own task group) is classified by its
+    first engine error, else by its first leaf."""
+    found = list(leaves(exc))
+    return next((leaf for leaf in found if isinstance(leaf, EngineError)), found[0])
 
 
 def _write_phase_files(ctx: JobContext, facade: LedgerRunner, result: OptimizerResult, snap: LedgerSnapshot) -> None:

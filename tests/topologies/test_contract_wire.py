@@ -120,7 +120,7 @@ def run_one_baseline(tmp_path: Path, bench: DatasetFacts, topology: str, monkeyp
     args = argparse.Namespace(cell=f"task={bench.name},topology={topology}", seed=0, split="test", only=None,
                               limit=None, data_dir=None, bundle=None, out=str(out), task_endpoints=[server.base_url],
                               model_id="test-model", concurrency=8, request_timeout=5.0, startup_timeout=5.0,
-                              unsafe_sandbox=False, api_key_env=None)
+                              unsafe_sandbox=False, api_key_env=None, max_outage=900.0)
     try:
         anyio.run(run_baseline, args, check_run_options(args))
     finally:
