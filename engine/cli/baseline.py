@@ -37,6 +37,7 @@ from engine.job.config import (
     endpoints_from,
 )
 from engine.job.endpoints import open_task_pool, watch_pools
+from engine.progress import Progress
 from engine.job.evaluation import Evaluator, failure_counts
 from engine.job.sandbox_gate import gate_sandbox
 from engine.retry import RetryPolicy
@@ -143,11 +144,12 @@ async def run_baseline(args: argparse.Namespace, plan: RunPlan) -> dict[str, Any
         run_node = f"run/baseline/{run_id}"
         await store.add_node(node_id=run_node, parent_id=None, instance_key="baseline", task_key="baseline",
                              status=NodeStatus.RUNNING, worker_key=None, level=0, actor=Actor.RUN)
+        progress = Progress(None, quiet=False)  # done/total, failures, rate and ETA on stderr
         runner = Runner(store=store, pool=pool, bench=plan.bench, topology=plan.topology, run_node=run_node,
-                        retry=RetryPolicy(), concurrency=args.concurrency)
+                        retry=RetryPolicy(), concurrency=args.concurrency, on_record=progress)
         evaluation = await Evaluator(runner=runner, job_dir=plan.work, condition=plan.condition,
-                                     evaluation_seed=args.seed).evaluate(plan.bundle, args.split, plan.rows,
-                                                                         keep_outputs=True)
+                                     evaluation_seed=args.seed, progress=progress).evaluate(
+                                         plan.bundle, args.split, plan.rows, keep_outputs=True)
         await store.set_node_status(run_node, NodeStatus.COMPLETED, actor=Actor.RUN)
     write_jsonl_atomic(plan.out, [r.model_copy(update={"replayed": False}).model_dump(mode="json")
                                   for r in evaluation.records])

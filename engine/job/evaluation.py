@@ -23,6 +23,7 @@ from core.models import PromptBundle, RolloutRecord, Row
 from core.protocol import EVALUATION_DECODING, REPETITION_PENALTY, evaluation_identity
 from core.seeds import paired_evaluation_seed
 from engine.job.artifacts import read_sealed, write_sealed
+from engine.progress import Progress
 from engine.runner import RolloutSpec, Runner
 
 
@@ -73,9 +74,10 @@ class SharedEvaluations(Protocol):
 
 class Evaluator:
     def __init__(self, *, runner: Runner, job_dir: Path, condition: dict[str, Any], evaluation_seed: int,
-                 shared: SharedEvaluations | None = None):
+                 shared: SharedEvaluations | None = None, progress: Progress | None = None):
         self.runner = runner
         self.shared = shared
+        self.progress = progress  # done/total, failures, rate and ETA of each evaluation on stderr
         self.dir = job_dir / "evaluations"
         self.condition = condition
         self.condition_id = content_hash(condition)
@@ -106,6 +108,23 @@ class Evaluator:
             for i, row in enumerate(rows)
         ]
         decoding = {**EVALUATION_DECODING, "repetition_penalty": REPETITION_PENALTY}
+        if self.progress is not None:
+            self.progress.begin(f"{split} evaluation", len(specs))
+        try:
+            records = await self._run(specs, decoding, eid, ident)
+        finally:
+            if self.progress is not None:
+                self.progress.end()
+        stored = await store.externalize([r.model_copy(update={"replayed": False}).model_dump(mode="json")
+                                          for r in records])
+        payload = {"schema": "mas-promptbench-evaluation/v1", "evaluation_id": eid, "identity": ident,
+                   "failure_counts": failure_counts(records), "records": stored}
+        write_sealed(path, payload)
+        return Evaluation(eid, split, bundle.digest, tuple(_slim(r, keep_outputs) for r in records), reused=False)
+
+    async def _run(self, specs: list[RolloutSpec], decoding: dict[str, Any], eid: str,
+                   ident: dict[str, Any]) -> tuple[RolloutRecord, ...]:
+        store = self.runner.store
         if self.shared is None:
             records = tuple(await self.runner.run_batch(specs, decoding, ledger=None))
         else:
@@ -118,12 +137,7 @@ class Evaluator:
             records = tuple(shared)
             await store.annotate("node", self.runner.run_node, "mpb.shared_evaluation",
                                  {"evaluation_id": eid, **provenance}, actor="engine:evaluation")
-        stored = await store.externalize([r.model_copy(update={"replayed": False}).model_dump(mode="json")
-                                          for r in records])
-        payload = {"schema": "mas-promptbench-evaluation/v1", "evaluation_id": eid, "identity": ident,
-                   "failure_counts": failure_counts(records), "records": stored}
-        write_sealed(path, payload)
-        return Evaluation(eid, split, bundle.digest, tuple(_slim(r, keep_outputs) for r in records), reused=False)
+        return records
 
 
 def _slim(record: RolloutRecord, keep_outputs: bool) -> RolloutRecord:

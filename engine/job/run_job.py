@@ -40,6 +40,7 @@ from engine.job.phases import check_phase_inputs, phase_summary
 from engine.job.recovery import record_failure, recover
 from engine.job.sandbox_gate import gate_sandbox
 from engine.log import get_logger
+from engine.progress import Progress
 from engine.reflection import ReflectionClient
 from engine.runner import Runner
 from engine.store import Store
@@ -62,24 +63,6 @@ def job_lock(out: Path) -> Iterator[None]:
         yield
     finally:
         fh.close()
-
-
-class Progress:
-    """A progress line on stderr every 10 charged rollouts."""
-
-    def __init__(self, ledger: BudgetLedger | None, quiet: bool):
-        self.ledger, self.quiet, self._last = ledger, quiet, 0
-
-    def __call__(self, record: RolloutRecord) -> None:
-        if self.quiet or self.ledger is None:
-            return
-        snap = self.ledger.snapshot()
-        if snap.charged // 10 > self._last // 10:  # crossed a multiple of 10 (commits interleave)
-            self._last = snap.charged
-            log.info(f"progress: charged={snap.charged}/{snap.maximum} attempted={snap.attempted} "
-                     f"infra={snap.infrastructure_failures} last={record.status.value}", kind="progress",
-                     charged=snap.charged, maximum=snap.maximum, attempted=snap.attempted,
-                     infrastructure_failures=snap.infrastructure_failures, last=record.status.value)
 
 
 @dataclass(frozen=True)
@@ -226,11 +209,12 @@ async def _open_run_node(cfg: JobConfig, store: Store, identity: JobIdentity) ->
 def _context(cfg: JobConfig, ready: Prepared, store: Store, pool: EndpointPool, run_node: str,
              shared_evaluations: SharedEvaluations | None = None) -> JobContext:
     ledger = BudgetLedger(cfg.budget)
+    progress = Progress(ledger, cfg.quiet)  # optimize: charged/budget; each evaluation: done/total, rate, ETA
     runner = Runner(store=store, pool=pool, bench=ready.bench, topology=ready.topology, run_node=run_node,
                     retry=cfg.retry, concurrency=cfg.concurrency, attempt_timeout=cfg.attempt_timeout,
-                    on_record=Progress(ledger, cfg.quiet))
+                    on_record=progress)
     evaluator = Evaluator(runner=runner, job_dir=cfg.out, condition=ready.identity.condition,
-                          evaluation_seed=cfg.seed, shared=shared_evaluations)
+                          evaluation_seed=cfg.seed, shared=shared_evaluations, progress=progress)
     return JobContext(cfg=cfg, identity=ready.identity, bench=ready.bench, topology=ready.topology,
                       optimizer=ready.optimizer, data=ready.data, seed_bundle=ready.seed_bundle, store=store,
                       run_node=run_node, ledger=ledger, runner=runner, evaluator=evaluator, clients=ready.clients)

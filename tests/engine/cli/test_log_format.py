@@ -42,7 +42,7 @@ def test_progress_lines_are_json_events_with_their_counts(tmp_path: Path):
                   "--seed", "0", "--out", str(tmp_path / "j"), "--log-format=json")
     assert proc.returncode == 0, proc.stderr[-3000:]
     events = json_lines(proc)
-    progress = [e for e in events if e.get("kind") == "progress"]
+    progress = [e for e in events if e.get("kind") == "progress" and e.get("phase") == "optimize"]
     assert progress and progress[-1]["charged"] == 30 and progress[-1]["maximum"] == 30
     assert all(e["event"].startswith("progress: charged=") for e in progress)
     assert [e for e in events if e.get("kind") == "simulated_endpoint"]

@@ -1,0 +1,100 @@
+"""Progress of whatever is sending requests, on stderr (structlog), so a slow endpoint never means silence.
+
+One `Progress` is the runner's `on_record` hook. It is in one of two modes:
+
+* optimize (the default): charged/budget from the ledger, attempts, infrastructure failures, rate of charged
+  rollouts and an ETA to the budget (an upper bound: a method may stop earlier);
+* an evaluation (`begin(label, total)` ... `end()`, called by the Evaluator): done/total rollouts, failures by
+  kind, rate and ETA of that evaluation; a start line and an end line always, and in between at most one line
+  every `interval` seconds.
+
+Lines are throttled by time (`clock` is injectable for tests), never by count only, so a 600-rollout phase on a
+fast endpoint prints a handful of lines and a slow one still prints one every few seconds.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from core.ledger import BudgetLedger
+from core.models import RolloutRecord, RolloutStatus
+from engine.log import get_logger
+
+log = get_logger("engine.progress")
+
+
+@dataclass
+class _Phase:
+    label: str
+    total: int
+    started: float
+    done: int = 0
+    counts: dict[str, int] = field(default_factory=lambda: {s.value: 0 for s in RolloutStatus})
+
+
+def _eta(remaining: int, done: int, elapsed: float) -> float | None:
+    if done <= 0 or elapsed <= 0:
+        return None
+    return round(remaining / (done / elapsed), 1)
+
+
+class Progress:
+    def __init__(self, ledger: BudgetLedger | None, quiet: bool, *, interval: float = 5.0,
+                 clock: Callable[[], float] = time.monotonic):
+        self.ledger, self.quiet, self.interval, self.clock = ledger, quiet, interval, clock
+        self._phase: _Phase | None = None
+        self._started = clock()
+        self._last_line = float("-inf")
+        self._last_charged = 0
+
+    # ------------------------------------------------------------------ evaluations
+    def begin(self, label: str, total: int) -> None:
+        self._phase = _Phase(label, total, self.clock())
+        self._emit(force=True)
+
+    def end(self) -> None:
+        if self._phase is not None:
+            self._emit(force=True)
+        self._phase = None
+
+    # ------------------------------------------------------------------ the runner's hook
+    def __call__(self, record: RolloutRecord) -> None:
+        phase = self._phase
+        if phase is not None:
+            phase.done += 1
+            phase.counts[record.status.value] += 1
+            self._emit(force=False)
+        elif self.ledger is not None:
+            self._emit_optimize(record)
+
+    def _emit(self, force: bool) -> None:
+        phase, now = self._phase, self.clock()
+        if self.quiet or phase is None or (not force and now - self._last_line < self.interval):
+            return
+        self._last_line = now
+        elapsed = now - phase.started
+        rate = round(phase.done / elapsed, 2) if elapsed > 0 else None
+        infra, semantic = phase.counts["infrastructure_failure"], phase.counts["semantic_failure"]
+        eta = _eta(phase.total - phase.done, phase.done, elapsed)
+        log.info(f"progress: {phase.label} {phase.done}/{phase.total} failures: infrastructure={infra} "
+                 f"semantic={semantic} rate={rate if rate is not None else '-'}/s "
+                 f"eta={eta if eta is not None else '-'}s", kind="progress", phase=phase.label, done=phase.done,
+                 total=phase.total, infrastructure_failures=infra, semantic_failures=semantic, rate_per_s=rate,
+                 eta_s=eta)
+
+    def _emit_optimize(self, record: RolloutRecord) -> None:
+        assert self.ledger is not None
+        snap, now = self.ledger.snapshot(), self.clock()
+        crossed = snap.charged // 10 > self._last_charged // 10  # every 10 charged, also when the endpoint is fast
+        if self.quiet or not (crossed or now - self._last_line >= self.interval):
+            return
+        self._last_line, self._last_charged = now, snap.charged
+        elapsed = now - self._started
+        eta = _eta(snap.maximum - snap.charged, snap.charged, elapsed)
+        log.info(f"progress: charged={snap.charged}/{snap.maximum} attempted={snap.attempted} "
+                 f"infra={snap.infrastructure_failures} last={record.status.value} "
+                 f"eta<={eta if eta is not None else '-'}s", kind="progress", phase="optimize",
+                 charged=snap.charged, maximum=snap.maximum, attempted=snap.attempted,
+                 infrastructure_failures=snap.infrastructure_failures, last=record.status.value, eta_s=eta)
