@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import errno
 import sqlite3
-from collections.abc import Iterator
 
 import pydantic
 
 from core.errors import ArtifactError, EngineError
+from engine.containment import leaves
 
 
 class StorageError(ArtifactError):
@@ -83,15 +83,6 @@ def translate_storage_error(exc: BaseException, where: str | None = None) -> Sto
         first = str(exc).splitlines()
         return StorageError(prefix + f"a stored record does not match its schema ({first[0] if first else exc})")
     return None
-
-
-def leaves(exc: BaseException) -> Iterator[BaseException]:
-    """The non-group exceptions inside (possibly nested) exception groups, in order."""
-    if isinstance(exc, BaseExceptionGroup):
-        for inner in exc.exceptions:
-            yield from leaves(inner)
-    else:
-        yield exc
 
 
 def as_engine_error(exc: BaseException) -> EngineError | None:
