@@ -87,6 +87,7 @@ def _route_stdlib_logging(renderer: Any) -> None:
         foreign_pre_chain=[structlog.stdlib.add_log_level, _add_record_name,
                            structlog.processors.TimeStamper(fmt="iso", utc=True)]))
     root.addHandler(handler)
+    logging.captureWarnings(False)  # re-install even if someone restored warnings.showwarning since
     logging.captureWarnings(True)  # Python warnings too (logger py.warnings)
 
 

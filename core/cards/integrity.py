@@ -23,6 +23,7 @@ Rows = dict[str, list[Located]]
 EXECUTION = re.compile(r"^(?P<rollout>.+)#g(?P<generation>\d+)a(?P<attempt>\d+)$")
 RUN_TERMINAL = ("completed", "failed", "cancelled")
 USABLE = ("success", "semantic_failure")
+CONTAINED_AGENT_FAILURE = "AgentFailure"  # engine.containment: agent, tool or vote code raised
 
 
 def inline_cap_problems(stream: str, long_rows: list[Located], cap: int) -> list[Problem]:
@@ -74,14 +75,16 @@ def _latest(annotations: list[Located], namespace: str) -> dict[str, Located]:
 
 
 def _failed_attempts(mutations: list[Located]) -> dict[str, set[int]]:
-    """Attempts the runner recorded as failed on the rollout's node (`failure.attempt` of a node.status_changed).
-    An attempt that failed before its first model call (a tool, vote or render error contained as an
-    infrastructure failure) has no event; this mutation is its record."""
+    """Attempts the runner recorded as failed by contained agent code (`failure.attempt` of a node.status_changed
+    whose exception type is the engine's AgentFailure). Such an attempt may fail before its first model call (a
+    tool, vote or render error) and then has no event; this mutation is its record. A failed model call always
+    has its errored event, so any other failure explains no missing attempt."""
     out: dict[str, set[int]] = defaultdict(set)
     for loc in mutations:
         r = loc.row
         failure = (r.get("new_value") or {}).get("failure") if r.get("mutation_type") == "node.status_changed" else None
-        if isinstance(failure, dict) and isinstance(failure.get("attempt"), int):
+        if (isinstance(failure, dict) and isinstance(failure.get("attempt"), int)
+                and failure.get("exception_type") == CONTAINED_AGENT_FAILURE):
             out[str(r.get("target_id"))].add(failure["attempt"])
     return out
 
