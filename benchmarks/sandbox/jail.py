@@ -137,13 +137,15 @@ def jail_argv(plan: JailPlan, inner: list[str], *, code_fd: int, tmpfs_bytes: in
     """The full command: [launcher] bwrap <jail> inner... ; `code_fd` is copied to /work/main.py."""
     argv = [*plan.launcher, plan.bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
             "--new-session", "--clearenv", "--uid", str(JAIL_UID), "--gid", str(JAIL_UID), "--hostname", "sandbox"]
+    # The private tmpfs first, the read-only binds after: an interpreter under /tmp (a virtualenv there, say)
+    # stays visible instead of being hidden by the jail's own /tmp.
+    argv += ["--proc", "/proc", "--dev", "/dev"]
+    for point in ("/dev/shm", "/tmp", WORKDIR):
+        argv += ["--size", str(tmpfs_bytes), "--perms", "0700", "--tmpfs", point]
     for source, dest in plan.binds:
         argv += ["--ro-bind", source, dest]
     for target, link in plan.symlinks:
         argv += ["--symlink", target, link]
-    argv += ["--proc", "/proc", "--dev", "/dev"]
-    for point in ("/dev/shm", "/tmp", WORKDIR):
-        argv += ["--size", str(tmpfs_bytes), "--perms", "0700", "--tmpfs", point]
     argv += ["--perms", "0444", "--file", str(code_fd), f"{WORKDIR}/main.py",
              "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", WORKDIR]
     for key, value in env.items():
