@@ -35,7 +35,8 @@ class FailureKind(str, enum.Enum):
     """Why an optimization failed (protocol-v1 section 6, optimization.json `failure_kind`).
 
     infrastructure_invalid  the endpoints kept failing: reportable, the seed bundle is kept
-    contract_failure        the method broke an engine contract (ContractError, BudgetError): the job stops
+    contract_failure        the method broke an engine contract (ContractError, BudgetError, SealedSplitError):
+                            the job stops
     program_failure         any other exception inside the method (a bug): the job stops
     ambiguous_external      the method failed while ledger reservations were still open, so which rollouts were
                             charged is unknown: the job stops (takes precedence over the two above)
@@ -59,7 +60,7 @@ class FailureKind(str, enum.Enum):
             return cls.INFRASTRUCTURE_INVALID
         if open_reservations > 0:
             return cls.AMBIGUOUS_EXTERNAL
-        if error_kind in ("contract_error", "budget_error"):
+        if error_kind in ("contract_error", "budget_error", "sealed_split"):  # a method reaching for test rows
             return cls.CONTRACT_FAILURE
         return cls.PROGRAM_FAILURE
 

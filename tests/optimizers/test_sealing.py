@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
+
 from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
-from core.errors import ContractError, SealedSplitError
+from core.errors import OptimizationFailed, ContractError, SealedSplitError
 from core.models import PromptBundle, Row
 from core.optimizer import OptimizerResult, OptimizerRunner
 from engine.job.data import JobData
@@ -56,11 +58,16 @@ def test_an_optimizer_cannot_reach_test_rows(tmp_path, monkeypatch, method, erro
     monkeypatch.setitem(registry.METHODS, method.name, lambda: method(out))
     server = start_sim(bench())
     try:
-        with pytest.raises(error, match=match):
+        # section 6: a method that breaks the contract is a contract_failure; optimization.json records it and the
+        # job stops before selection (so before any test row could be handed out)
+        with pytest.raises(OptimizationFailed, match=match) as stopped:
             run(out, server.base_url, method=method.name, allow_any_cell=True)  # a test-only method: off-grid
         test_ids = set(bench().splits().test)
         served = {e["row_id"] for e in server.log}
     finally:
         server.stop()
+    assert stopped.value.failure_kind == "contract_failure" and error.__name__ in str(stopped.value)
     assert not served & test_ids, "a test row reached the endpoint"
-    assert not (out / "optimization.json").exists() and not (out / "selection.json").exists()
+    recorded = json.loads((out / "optimization.json").read_text())
+    assert recorded["failure_kind"] == "contract_failure" and recorded["error_type"] == error.__name__
+    assert not (out / "selection.json").exists() and not (out / "test.json").exists()
