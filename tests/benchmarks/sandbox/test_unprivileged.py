@@ -50,12 +50,14 @@ def as_unprivileged_engine(argv: list[str], shared: str, secret: str) -> subproc
     assert plan is not None and plan.launcher, "needs the root launcher of the jail"
     outer = [*plan.launcher, plan.bwrap, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
              "--die-with-parent", "--uid", "65534", "--gid", "65534"]
+    # the outer sandbox's own /tmp first, then the binds: a project or interpreter under /tmp stays visible
+    outer += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
     for source, dest in plan.binds:
         outer += ["--ro-bind", source, dest]
     for target, link in plan.symlinks:
         outer += ["--symlink", target, link]
-    outer += ["--ro-bind", str(hostile.ROOT), str(hostile.ROOT), "--bind", shared, shared, "--proc", "/proc",
-              "--dev", "/dev", "--tmpfs", "/tmp", "--bind", shared, shared, "--chdir", shared, "--clearenv",
+    outer += ["--ro-bind", str(hostile.ROOT), str(hostile.ROOT), "--bind", shared, shared, "--chdir", shared,
+              "--clearenv",
               "--setenv", "PYTHONPATH", str(hostile.ROOT), "--setenv", "HOME", shared,
               "--setenv", "OPENAI_API_KEY", secret, "--setenv", "MPB_ENGINE_TOKEN", secret]
     return subprocess.run([*outer, "--", sys.executable, *argv], capture_output=True, text=True, timeout=240,
