@@ -22,14 +22,11 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import random
-import re
 import shutil
 import sys
 import tempfile
 import time
 import zipfile
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,10 +34,8 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from core.benchmark import BenchmarkDefaults, Splits  # noqa: E402
-from core.simulation import FailureMode, SimReply  # noqa: E402
+from bench.sumbench import SumBench  # noqa: E402
 from core.canonical import content_hash, sha256_hex  # noqa: E402
-from core.models import AgentOutput, Row, Score  # noqa: E402
 from engine.cards.bundle import Bundle  # noqa: E402
 from engine.cards.export import export_card  # noqa: E402
 from engine.cards.recompute import recompute_rules  # noqa: E402
@@ -54,57 +49,6 @@ from engine.sim.policy import Policy  # noqa: E402
 from engine.sim.server import SimServer  # noqa: E402
 
 PAPER_KB_PER_RUN = {"one-step trace (GPQA, Table 13)": 5.3, "multi-step tool trace (tau-bench)": 90.8}
-
-
-class SumBench(BenchmarkDefaults):
-    """A synthetic benchmark for this script (rows ask for a sum; the simulated endpoint answers right unless a
-    failure mode fires). Named gpqa so that the gpqa team spec gives the 4-agent roles."""
-
-    name = "gpqa"
-    scorer_id = "sum:protocol:v1"
-    answer_format = "a line 'Answer: <integer>'"
-    failure_modes = (FailureMode("arithmetic", r"arithmetic", "Double-check the arithmetic.", 0.3),
-                     FailureMode("format", r"format", "End with a line of the form Answer: <integer>.", 0.2))
-
-    def __init__(self, n_train: int, n_validation: int, n_test: int):
-        ids = [f"q{i}" for i in range(n_train + n_validation + n_test)]
-        self._splits = Splits(dataset="gpqa", train=tuple(ids[:n_train]),
-                              validation=tuple(ids[n_train:n_train + n_validation]),
-                              test=tuple(ids[n_train + n_validation:]), eval_ids=tuple(ids[n_train + n_validation:]))
-        self.rows = {i: Row(id=i, dataset="gpqa", task={"question": f"Question {i}: what is {k} + {k * 7 % 13}?"},
-                            gold={"answer": k + k * 7 % 13}) for k, i in enumerate(ids)}
-
-    def splits(self) -> Splits:
-        return self._splits
-
-    def load_rows(self, ids: Sequence[str], data_dir: str | None = None) -> list[Row]:
-        return [self.rows[i] for i in ids]
-
-    def render_task(self, row: Row) -> str:
-        return str(row.task["question"])
-
-    def native_tools(self, row: Row) -> list[dict[str, Any]]:
-        return []
-
-    def contract(self, version: int = 1) -> str:
-        return "Your final line must be 'Answer: <integer>'."
-
-    def score(self, row: Row, output: AgentOutput) -> Score:
-        found = re.findall(r"Answer:\s*(-?\d+)", output.text or "")
-        if not found:
-            return Score(value=0.0, feedback="No 'Answer:' line found (format).", malformed=True)
-        ok = int(found[-1]) == row.gold["answer"]
-        return Score(value=1.0 if ok else 0.0, feedback="Correct." if ok else "Wrong result (arithmetic error).")
-
-    def vote_key(self, row: Row, output: AgentOutput) -> str | None:
-        found = re.findall(r"Answer:\s*(-?\d+)", output.text or "")
-        return found[-1] if found else None
-
-    def simulate(self, row: Row, mode: str | None, rng: random.Random) -> SimReply:
-        gold = row.gold["answer"]
-        if mode == "arithmetic":
-            gold += rng.randint(1, 3)
-        return SimReply(content=f"The sum is {gold}." if mode == "format" else f"Adding the numbers.\nAnswer: {gold}")
 
 
 def run(root: Path, topology: str, team_size: int, rollouts: int) -> Path:

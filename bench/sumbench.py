@@ -8,14 +8,16 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from core.benchmark import FailureMode, SimReply, Splits
+from core.benchmark import BenchmarkDefaults, Splits
+from core.simulation import FailureMode, SimReply
 from core.models import AgentOutput, Row, Score
 
 ANSWER = re.compile(r"Answer:\s*(-?\d+)")
 
 
-class SumBench:
+class SumBench(BenchmarkDefaults):
     name = "gpqa"  # the gpqa team specs apply (roles per topology); the rows are sums
+    scorer_id = "sum:protocol:v1"
     answer_format = "a line 'Answer: <integer>'"
     failure_modes = (
         FailureMode("arithmetic", r"arithmetic", "Double-check the arithmetic before answering.", 0.3),
@@ -29,6 +31,10 @@ class SumBench:
                               test=tuple(ids[n_train + n_validation:]), eval_ids=tuple(ids[n_train + n_validation:]))
         self._rows = {i: Row(id=i, dataset="sum", task={"question": f"Item {i}: what is {k} + {k * 5 % 17}?"},
                              gold={"answer": k + k * 5 % 17}) for k, i in enumerate(ids)}
+
+    @property
+    def rows(self) -> dict[str, Row]:
+        return self._rows
 
     def splits(self) -> Splits:
         return self._splits
