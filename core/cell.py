@@ -15,7 +15,13 @@ TOPOLOGIES = ("single", "independent", "sequential", "centralized", "decentraliz
 MULTI_AGENT = ("independent", "sequential", "centralized", "decentralized")
 COMMUNICATIONS = ("freeform", "semi_structured", "structured_soft")
 TEAM_SIZES = (2, 4, 8, 10)
-FRAMEWORKS = ("native",)  # this project's own anyio runtime; never labelled LangGraph/CrewAI/AutoGen/Agents SDK
+# `native`: this project's own anyio runtime (claims no grid table); the others are the real framework runtimes
+# (frameworks/, each an install extra) recorded through the engine's gateway
+FRAMEWORKS = ("native", "langgraph", "crewai", "autogen", "openai_agents")
+# table 2's framework per topology (section 4); crewai / autogen / openai_agents run only that topology
+TABLE2_FRAMEWORK = {"single": "langgraph", "independent": "langgraph", "sequential": "crewai",
+                    "centralized": "autogen", "decentralized": "openai_agents"}
+SINGLE_TOPOLOGY_FRAMEWORKS = {"crewai": "sequential", "autogen": "centralized", "openai_agents": "decentralized"}
 MODELS = ("qwen", "llama")
 PRIMARY_METHODS = ("gepa", "mipro", "mapro", "maspo")
 ALL_METHODS = PRIMARY_METHODS + ("hivemind", "mamut_gepa", "maspob", "tavo")
@@ -41,7 +47,7 @@ def parse_cell(text: str) -> Cell:
     _check(task, TASKS, "task")
     _check(topology, TOPOLOGIES, "topology")
     framework = fields.get("framework", "native")
-    _check(framework, FRAMEWORKS, "framework", hint=" (the engine runs its own runtime, recorded as such)")
+    _check(framework, FRAMEWORKS, "framework")
     communication = fields.get("communication", "freeform")
     _check(communication, COMMUNICATIONS, "communication")
     model = fields.get("model", "qwen")
@@ -60,8 +66,20 @@ def parse_cell(text: str) -> Cell:
             raise CellError(f"team_size must be an integer, got {raw!r}") from None
         if team_size not in TEAM_SIZES:
             raise CellError(f"team_size must be one of {TEAM_SIZES} for {topology}, got {team_size}")
+    _check_framework(framework, topology, communication, team_size)
     return Cell(task=task, topology=topology, framework=framework, communication=communication,
                 team_size=team_size, task_model=model)
+
+
+def _check_framework(framework: str, topology: str, communication: str, team_size: int) -> None:
+    """crewai / autogen / openai_agents each run one topology, freeform, team size 4 (section 4)."""
+    only = SINGLE_TOPOLOGY_FRAMEWORKS.get(framework)
+    if only is None:
+        return
+    if topology != only:
+        raise CellError(f"framework={framework} runs only topology={only}, got topology={topology}")
+    if communication != "freeform" or team_size != 4:
+        raise CellError(f"framework={framework} runs only communication=freeform with team_size=4")
 
 
 def _check(value: str, allowed: tuple[str, ...], what: str, hint: str = "") -> None:
@@ -70,6 +88,8 @@ def _check(value: str, allowed: tuple[str, ...], what: str, hint: str = "") -> N
 
 
 def registry_key(cell: Cell) -> str:
+    if cell.framework in SINGLE_TOPOLOGY_FRAMEWORKS:
+        return f"{cell.topology}_{cell.framework}"
     if cell.communication != "freeform":
         return f"{cell.topology}_communications_{cell.communication}"
     if cell.topology != "single" and cell.team_size != 4:
@@ -82,9 +102,9 @@ def grid_tables(method: str, cell: Cell, implemented: tuple[str, ...]) -> list[i
 
     Only methods the engine implements (`implemented`, from the optimizer registry) feed a table; `identity` is in
     no table's method column but may run on any grid runtime condition (section 4), so it claims the tables of the
-    implemented methods that contain the cell. Framework: the engine's own runtime (`native` in the --cell
-    grammar) is none of table 2's frameworks (LangGraph / CrewAI / AutoGen / Agents SDK per topology), so table 2
-    is never claimed; it stands in for the LangGraph column of tables 3-7.
+    implemented methods that contain the cell. Framework: only the real runtimes claim tables (table 2 for the
+    framework section 4 names per topology, tables 3-7 for LangGraph); the engine's own runtime (`native`)
+    claims none (see `protocol_tables` for whether its cell is on the grid at all).
     """
     searching = tuple(m for m in implemented if m in ALL_METHODS)
     if method == "identity":
@@ -94,10 +114,36 @@ def grid_tables(method: str, cell: Cell, implemented: tuple[str, ...]) -> list[i
     return source_tables(method, cell)
 
 
+def protocol_tables(method: str, cell: Cell) -> list[int]:
+    """The tables (method, cell) would feed on a real runtime: the cell's own framework, or LangGraph for `native`
+    (whose jobs are on the grid, but claim no table). Empty = off-grid."""
+    if cell.framework != "native":
+        return source_tables(method, cell)
+    return source_tables(method, cell.model_copy(update={"framework": "langgraph"}))
+
+
+def on_grid(method: str, cell: Cell, implemented: tuple[str, ...]) -> bool:
+    """Whether (method, cell) is a grid job this engine implements; a `native` cell counts when its LangGraph
+    twin is one (it runs, conformance-marked, and claims no table)."""
+    if grid_tables(method, cell, implemented):
+        return True
+    return cell.framework == "native" and bool(grid_tables(method, cell.model_copy(update={"framework": "langgraph"}),
+                                                           implemented))
+
+
 def source_tables(method: str, cell: Cell) -> list[int]:
     """The grid tables (section 4) that contain (method, cell) by the protocol's definition; empty = off-grid.
-    Table 2 (native frameworks) is left out: see `grid_tables`."""
+    The framework decides: table 2 takes its framework per topology (TABLE2_FRAMEWORK), tables 3-7 LangGraph;
+    the engine's own runtime is in none."""
     tables: list[int] = []
+    if cell.framework == "native" or (cell.topology == "single" and method not in ("gepa", "mipro")):
+        return tables
+    if (method in PRIMARY_METHODS and cell.task_model == "qwen" and cell.communication == "freeform"
+            and (cell.team_size == 4 or cell.topology == "single")
+            and TABLE2_FRAMEWORK[cell.topology] == cell.framework):
+        tables.append(2)
+    if cell.framework != "langgraph":
+        return tables
     t, top, comm, n, model = cell.task, cell.topology, cell.communication, cell.team_size, cell.task_model
     single_ok = top != "single" or method in ("gepa", "mipro")
     if not single_ok:

@@ -10,15 +10,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from contextlib import AbstractAsyncContextManager
+from typing import TYPE_CHECKING, Any
 
-from core.errors import InfrastructureError
+from core.errors import ContractError, InfrastructureError
+from core.framework import GatewaySession
 from core.models import Usage
 from core.topology import ChatReply
 from core.vocabulary import EventType
 from engine.chat.endpoint import EndpointPool
-from engine.recorder import AgentTurn, Recorder
+from engine.recorder import AgentTurn, GatewayTurn, Recorder
 from engine.store import Store, utc_now
+
+if TYPE_CHECKING:
+    from engine.gateway.server import Gateway
 
 ToolExecutor = Callable[[str, Any], Awaitable[str]]
 
@@ -26,17 +31,24 @@ ToolExecutor = Callable[[str, Any], Awaitable[str]]
 class RecordedAgentContext:
     def __init__(self, *, store: Store, pool: EndpointPool, rollout_node: str, execution_id: str,
                  rollout_seed: int, decoding: dict[str, Any], tool_executor: ToolExecutor | None,
-                 record_calls: bool = True):
+                 record_calls: bool = True, gateway: "Gateway | None" = None):
         self.pool = pool
         self.rollout_node = rollout_node
         self.execution_id = execution_id
         self.rollout_seed = rollout_seed
         self.decoding = decoding
         self.tool_executor = tool_executor
+        self._gateway = gateway
         self.recorder = Recorder(store=store, endpoint=pool, execution_id=execution_id, attempts=1,
                                  record=record_calls)
         self.usage = Usage()
         self._turns: dict[tuple[str, int], int] = {}
+
+    def gateway(self, framework: str) -> "AbstractAsyncContextManager[GatewaySession]":
+        """This attempt's session on the job's recording gateway (framework runtimes, core.framework)."""
+        if self._gateway is None:
+            raise ContractError(f"the {framework} runtime needs the recording gateway, and this run has none")
+        return self._gateway.session(self, framework)
 
     @property
     def calls_observed(self) -> int:
@@ -63,11 +75,20 @@ class RecordedAgentContext:
         return body
 
     async def chat(self, *, role: str, member: int, messages: list[dict[str, Any]],
-                   tools: Sequence[dict[str, Any]] | None = None, reads: Sequence[str] = ()) -> ChatReply:
+                   tools: Sequence[dict[str, Any]] | None = None, reads: Sequence[str] = (),
+                   framework: str | None = None, requested: Sequence[tuple[str, str]] = ()) -> ChatReply:
+        """One agent turn. `framework` names the runtime whose gateway made the request (None: a native topology);
+        `requested` keeps the sampling parameters it asked for, which the protocol's decoding overrides."""
         turn = self._turns.get((role, member), 0)
         self._turns[(role, member)] = turn + 1
-        site = AgentTurn(rollout_node=self.rollout_node, rollout_seed=self.rollout_seed, role=role, member=member,
-                         turn=turn, reads=tuple(reads))
+        site: AgentTurn
+        if framework is None:
+            site = AgentTurn(rollout_node=self.rollout_node, rollout_seed=self.rollout_seed, role=role,
+                             member=member, turn=turn, reads=tuple(reads))
+        else:
+            site = GatewayTurn(rollout_node=self.rollout_node, rollout_seed=self.rollout_seed, role=role,
+                               member=member, turn=turn, reads=tuple(reads), framework=framework,
+                               requested=tuple(requested))
         call = await self.recorder.call(site, self._body(messages, tools))
         self.usage = self.usage + call.usage
         response = call.response

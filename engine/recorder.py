@@ -66,6 +66,8 @@ class CallSite(Protocol):
 
     def seed(self, body: dict[str, Any]) -> int: ...
 
+    def replay_key(self, body: dict[str, Any]) -> str: ...  # the key a recorded call is replayed by
+
     def node(self, execution_id: str, request_key: str) -> CallNode: ...
 
     def payload(self, execution_id: str, body: dict[str, Any], response: dict[str, Any] | None) -> dict[str, Any]: ...
@@ -89,6 +91,9 @@ class AgentTurn:
     def seed(self, body: dict[str, Any]) -> int:
         return call_seed(self.rollout_seed, self.role, self.member, self.turn)
 
+    def replay_key(self, body: dict[str, Any]) -> str:
+        return content_hash(body)
+
     def node(self, execution_id: str, request_key: str) -> CallNode:
         return CallNode(node_id=f"{execution_id}/{self.worker}/t{self.turn}", parent_id=self.rollout_node,
                         instance_key=f"{self.worker}/t{self.turn}", task_key=self.role, worker_key=self.worker,
@@ -96,6 +101,24 @@ class AgentTurn:
 
     def payload(self, execution_id: str, body: dict[str, Any], response: dict[str, Any] | None) -> dict[str, Any]:
         return {"role": self.role, "member": self.member, "turn": self.turn, "attempt_execution": execution_id}
+
+
+@dataclass(frozen=True)
+class GatewayTurn(AgentTurn):
+    """An agent turn a framework runtime made through the recording gateway (engine/gateway). Same seed and node as
+    a native turn; replayed by its logical key (rollout, role, member, turn), because a framework's request may
+    carry incidental differences, with the request's content hash kept to flag a divergence; the sampling
+    parameters the framework asked for (overridden by the protocol's decoding) are kept in the payload."""
+
+    framework: str = ""
+    requested: tuple[tuple[str, str], ...] = ()  # (parameter, canonical JSON of the framework's value)
+
+    def replay_key(self, body: dict[str, Any]) -> str:
+        return content_hash({"gateway_turn": [self.rollout_node, self.role, self.member, self.turn]})
+
+    def payload(self, execution_id: str, body: dict[str, Any], response: dict[str, Any] | None) -> dict[str, Any]:
+        return {**super().payload(execution_id, body, response), "framework": self.framework,
+                "request_sha256": content_hash(body), "framework_params": dict(self.requested)}
 
 
 def prompt_text(messages: list[dict[str, Any]]) -> str:
@@ -119,6 +142,9 @@ class ComponentCall:
     def seed(self, body: dict[str, Any]) -> int:
         return request_seed(self.optimizer_seed, self.cell_id, self.component, self.key,
                             sha256_hex(prompt_text(body["messages"])), self.purpose, 0)
+
+    def replay_key(self, body: dict[str, Any]) -> str:
+        return content_hash(body)
 
     def node(self, execution_id: str, request_key: str) -> CallNode:
         return CallNode(node_id=f"{self.component}/{self.purpose}/{request_key[:16]}", parent_id=self.run_node,
@@ -151,6 +177,18 @@ class _Attempt:
     latency: float
     error: InfrastructureError | None
     replayed_from: str | None
+    replay_mismatch: dict[str, str] | None = None
+
+
+def _mismatch(recorded: dict[str, Any], body: dict[str, Any]) -> dict[str, str] | None:
+    """A call replayed by a logical key (a framework's turn) whose request differs from the recorded one: both
+    request hashes, so the card shows the divergence instead of hiding it. None when they agree or when the call
+    was replayed by its content (the hashes agree by construction)."""
+    recorded_hash = recorded.get("request_sha256")
+    if recorded_hash is None:
+        return None
+    now = content_hash(body)
+    return None if now == recorded_hash else {"recorded_request_sha256": recorded_hash, "request_sha256": now}
 
 
 class Recorder:
@@ -174,7 +212,7 @@ class Recorder:
     async def call(self, site: CallSite, body: dict[str, Any]) -> RecordedCall:
         """Seed, replay lookup, send with retries, record; the response once it is durable in the store."""
         body = {**body, "model": body.get("model") or self.endpoint.model_id, "seed": site.seed(body)}
-        request_key = content_hash(body)
+        request_key = site.replay_key(body)
         lock = self._locks.setdefault(request_key, anyio.Lock())
         try:
             async with lock:  # identical concurrent requests: one is sent, the others replay it
@@ -190,7 +228,8 @@ class Recorder:
             event_id, payload = cached
             response = dict(payload["response"])
             self.replayed_calls += 1
-            await self._record(_Attempt(site, body, request_key, started, response, 0.0, None, event_id))
+            await self._record(_Attempt(site, body, request_key, started, response, 0.0, None, event_id,
+                                        _mismatch(payload, body)))
             return self._result(site, request_key, response, event_id)
         response = await self._send(site, body, request_key, started)
         self.live_calls += 1
@@ -234,6 +273,8 @@ class Recorder:
                                                  "message": str(error), "status_code": error.status_code},
             "replayed_from": a.replayed_from,
         }
+        if a.replay_mismatch is not None:
+            payload["replay_mismatch"] = a.replay_mismatch
         sequence = self._next_sequence()
         completed = utc_now()
         store = self.store

@@ -32,6 +32,7 @@ from core.vocabulary import Actor, MutationType, NodeFailureKind, NodeStatus, Ph
 from engine.agent_context import RecordedAgentContext
 from engine.chat.endpoint import EndpointPool
 from engine.containment import attempt_failure
+from engine.gateway.server import Gateway
 from engine.retry import RetryPolicy, retrying
 from engine.store import Store
 
@@ -68,8 +69,8 @@ class Runner:
     def __init__(self, *, store: Store, pool: EndpointPool, bench: Benchmark, topology: Topology,
                  run_node: str, retry: RetryPolicy = RetryPolicy(), concurrency: int | None = None,
                  record_calls: bool = True, on_record: Callable[[RolloutRecord], None] | None = None,
-                 attempt_timeout: float | None = None):
-        self.store, self.pool, self.bench, self.topology = store, pool, bench, topology
+                 attempt_timeout: float | None = None, gateway: Gateway | None = None):
+        self.store, self.pool, self.bench, self.topology, self.gateway = store, pool, bench, topology, gateway
         self.attempt_timeout = attempt_timeout  # None: no deadline beyond each request's own
         self._executed: set[str] = set()  # rollout keys executed by this process (never re-attempted twice)
         self.run_node = run_node
@@ -186,7 +187,7 @@ class Runner:
             executor = run_tool
         ctx = RecordedAgentContext(store=self.store, pool=self.pool, rollout_node=node_id,
                                    execution_id=execution_id, rollout_seed=spec.seed, decoding=decoding,
-                                   tool_executor=executor, record_calls=self.record_calls)
+                                   tool_executor=executor, record_calls=self.record_calls, gateway=self.gateway)
         t0 = anyio.current_time()
         if self.record_calls and attempt > 1:
             await self.store.set_node_status(node_id, NodeStatus.RUNNING, actor=Actor.RUNNER,

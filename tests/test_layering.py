@@ -7,8 +7,9 @@ import tokenize
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-OURS = {"core", "engine", "topologies", "optimizers", "benchmarks"}
-ALLOWED = {"core": set(), "topologies": {"core"}, "optimizers": {"core"}, "benchmarks": {"core"}}
+OURS = {"core", "engine", "topologies", "optimizers", "benchmarks", "frameworks"}
+ALLOWED = {"core": set(), "topologies": {"core"}, "optimizers": {"core"}, "benchmarks": {"core"},
+           "frameworks": {"core", "topologies"}}
 
 
 def imported_packages(path: Path) -> set[str]:
@@ -127,7 +128,7 @@ def test_benchmarks_are_reached_only_through_the_protocol():
             problems += [f"{path.relative_to(ROOT)} {hit}"
                          for hit in benchmark_lookups(path.read_text(encoding="utf-8"), members)]
     assert problems == []
-PRODUCTION = ("core", "engine", "topologies", "optimizers", "benchmarks")
+PRODUCTION = ("core", "engine", "topologies", "optimizers", "benchmarks", "frameworks")
 EVENT_WRITERS = {"op_event", "record_event"}  # the Store's two ways of inserting into the events stream
 RECORDER = ROOT / "engine" / "recorder.py"
 STORE = ROOT / "engine" / "store"

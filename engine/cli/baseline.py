@@ -45,7 +45,8 @@ from engine.runner import Runner
 from engine.store import Store
 from engine.store.check import check_store_file
 from topologies.prompts import seed_bundle
-from topologies.registry import get_topology
+from engine.gateway.server import Gateway
+from engine.runtimes import build_topology, needs_gateway
 
 
 @dataclass(frozen=True)
@@ -108,7 +109,7 @@ def check_run_options(args: argparse.Namespace) -> RunPlan:
     gate_sandbox(bench, args.unsafe_sandbox)
     bench = configure_benchmark(bench, dataset_options(args), args.data_dir)
     # Baseline runs are the protocol's runners: output contract version 1, no format nudges (section 9).
-    topology = get_topology(cell.topology, cell.team_size, cell.communication, contract_version=RUN_CONTRACT_VERSION)
+    topology = build_topology(cell, contract_version=RUN_CONTRACT_VERSION)
     splits = bench.splits()
     ids = list(splits.ids(args.split))
     if args.only:
@@ -145,8 +146,9 @@ async def run_baseline(args: argparse.Namespace, plan: RunPlan) -> dict[str, Any
         await store.add_node(node_id=run_node, parent_id=None, instance_key="baseline", task_key="baseline",
                              status=NodeStatus.RUNNING, worker_key=None, level=0, actor=Actor.RUN)
         progress = Progress(None, quiet=False)  # done/total, failures, rate and ETA on stderr
+        gateway = await stack.enter_async_context(Gateway()) if needs_gateway(plan.topology) else None
         runner = Runner(store=store, pool=pool, bench=plan.bench, topology=plan.topology, run_node=run_node,
-                        retry=RetryPolicy(), concurrency=args.concurrency, on_record=progress)
+                        retry=RetryPolicy(), concurrency=args.concurrency, on_record=progress, gateway=gateway)
         evaluation = await Evaluator(runner=runner, job_dir=plan.work, condition=plan.condition,
                                      evaluation_seed=args.seed, progress=progress).evaluate(
                                          plan.bundle, args.split, plan.rows, keep_outputs=True)

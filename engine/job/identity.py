@@ -7,7 +7,7 @@ from typing import Any
 
 from core.artifacts import BundleJson, CellFields, JobIdentity
 from core.canonical import content_hash
-from core.cell import grid_tables, registry_key
+from core.cell import grid_tables, on_grid, protocol_tables, registry_key
 from core.contracts import JOB_CONTRACT_VERSION
 from core.errors import ArtifactError, JobIdentityError, UsageError
 from core.models import PromptBundle
@@ -31,7 +31,7 @@ def claimed_tables(cfg: JobConfig) -> list[int]:
     """The grid tables the job feeds (section 4); an off-grid cell is refused unless --allow-any-cell."""
     c = cfg.cell
     tables = grid_tables(cfg.method, c, tuple(METHODS))
-    if not tables and not cfg.allow_any_cell:
+    if not on_grid(cfg.method, c, tuple(METHODS)) and not cfg.allow_any_cell:
         raise UsageError(f"off-grid cell: task={c.task},topology={c.topology},team_size={c.team_size},"
                          f"communication={c.communication},model={c.task_model} with method {cfg.method} is in no "
                          "grid table this engine implements; pass --allow-any-cell to run it (non-conformant)")
@@ -51,7 +51,9 @@ def build_identity(cfg: JobConfig, seed_bundle: PromptBundle, split_sha256: str,
                      tool_environment=tool_environment)
     tables = claimed_tables(cfg)
     reasons = []
-    if not tables:
+    if c.framework == "native":  # the engine's own runtime stands in for no framework: it claims no table
+        reasons.append("native_runtime" if protocol_tables(cfg.method, c) else "off_grid_cell")
+    elif not tables:
         reasons.append("off_grid_cell")
     if tool_environment is not None and tool_environment.get("conformant") is False:
         reasons.append("tool_environment_not_conformant")

@@ -46,7 +46,8 @@ from engine.runner import Runner
 from engine.store import Store
 from optimizers.registry import get_optimizer, smallest_budget, task_model_components, uses_reflection
 from topologies.prompts import seed_bundle as load_seed_bundle
-from topologies.registry import get_topology
+from engine.gateway.server import Gateway
+from engine.runtimes import build_topology, needs_gateway
 
 log = get_logger("engine.job")
 
@@ -88,8 +89,7 @@ def prepare(cfg: JobConfig, bench: Benchmark | None = None) -> Prepared:
     gate_sandbox(bench, cfg.unsafe_sandbox)
     bench = configure_benchmark(bench, cfg.dataset_options, cfg.data_dir)
     # Every request of a job goes through the optimizer bridge: contract version 2 plus the format nudges.
-    topology = get_topology(cfg.cell.topology, cfg.cell.team_size, cfg.cell.communication,
-                            contract_version=JOB_CONTRACT_VERSION)
+    topology = build_topology(cfg.cell, contract_version=JOB_CONTRACT_VERSION)
     clients = late_clients(cfg.method)
     optimizer = get_optimizer(cfg.method, seed=cfg.seed, **clients)  # type: ignore[arg-type]
     claimed_tables(cfg)  # an off-grid cell is refused before any data is read
@@ -135,7 +135,8 @@ async def run_job(cfg: JobConfig, bench: Benchmark | None = None, *, shared_pool
         if shared_pool is None:
             await watch_pools(stack, store, *([pool] if reflection is None else [pool, reflection]))
         run_node = await _open_run_node(cfg, store, ready.identity)
-        ctx = _context(cfg, ready, store, pool, run_node, shared_evaluations)
+        gateway = await stack.enter_async_context(Gateway()) if needs_gateway(ready.topology) else None
+        ctx = _context(cfg, ready, store, pool, run_node, shared_evaluations, gateway)
         if reflection is not None:
             _bind_model_clients(ctx, reflection, pool)
         try:
@@ -207,12 +208,12 @@ async def _open_run_node(cfg: JobConfig, store: Store, identity: JobIdentity) ->
 
 
 def _context(cfg: JobConfig, ready: Prepared, store: Store, pool: EndpointPool, run_node: str,
-             shared_evaluations: SharedEvaluations | None = None) -> JobContext:
+             shared_evaluations: SharedEvaluations | None = None, gateway: Gateway | None = None) -> JobContext:
     ledger = BudgetLedger(cfg.budget)
     progress = Progress(ledger, cfg.quiet)  # optimize: charged/budget; each evaluation: done/total, rate, ETA
     runner = Runner(store=store, pool=pool, bench=ready.bench, topology=ready.topology, run_node=run_node,
                     retry=cfg.retry, concurrency=cfg.concurrency, attempt_timeout=cfg.attempt_timeout,
-                    on_record=progress)
+                    on_record=progress, gateway=gateway)
     evaluator = Evaluator(runner=runner, job_dir=cfg.out, condition=ready.identity.condition,
                           evaluation_seed=cfg.seed, shared=shared_evaluations, progress=progress)
     return JobContext(cfg=cfg, identity=ready.identity, bench=ready.bench, topology=ready.topology,

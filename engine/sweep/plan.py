@@ -125,7 +125,7 @@ def jobs_for(configs: list[Configuration], seeds: tuple[int, ...], data_dirs: di
 def custom_jobs(path: Path, seeds: tuple[int, ...], data_dirs: dict[str, str]) -> list[JobSpec]:
     """A custom grid: JSON {"jobs": [{"method": M, "cell": "task=..,topology=..", "seeds": [..]?,
     "allow_any_cell": bool?, "data_dir": DIR?}, ...]}. Off-grid cells are runnable only with allow_any_cell."""
-    from core.cell import grid_tables, registry_key
+    from core.cell import grid_tables, on_grid, registry_key
 
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
@@ -146,7 +146,7 @@ def custom_jobs(path: Path, seeds: tuple[int, ...], data_dirs: dict[str, str]) -
         tables = tuple(grid_tables(method, cell, implemented))
         allow = bool(e.get("allow_any_cell", False))
         reason = None if method in implemented else f"method {method} is not implemented"
-        if reason is None and not tables and not allow:
+        if reason is None and not on_grid(method, cell, implemented) and not allow:
             reason = "off-grid cell (set allow_any_cell to run it, non-conformant)"
         for seed in entry_seeds:
             jobs.append(JobSpec(method=method, cell=str(e["cell"]), seed=seed, tables=tables,

@@ -1,0 +1,54 @@
+"""Which runtime runs a cell: the engine's own topologies (`native`) or a framework runtime (frameworks/).
+
+A framework runtime lives in an install extra; when it is missing, the job is refused with one line naming the
+extra (exit 2) before anything is written.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from core.errors import UsageError
+from core.models import Cell
+from core.topology import Topology
+from topologies.registry import get_topology
+
+# framework (--cell value) -> (module, install extra, the framework's import names)
+RUNTIME_MODULES: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "langgraph": ("frameworks.langgraph", "langgraph", ("langgraph", "langchain_core", "langchain_openai")),
+    "crewai": ("frameworks.crewai", "crewai", ("crewai",)),
+    "autogen": ("frameworks.autogen", "autogen", ("autogen_agentchat", "autogen_core", "autogen_ext")),
+    "openai_agents": ("frameworks.agents_sdk", "agents", ("agents",)),
+}
+
+
+def install_hint(framework: str) -> str:
+    extra = RUNTIME_MODULES[framework][1]
+    return f"pip install 'mas-promptbench[{extra}]'"
+
+
+def build_topology(cell: Cell, contract_version: int) -> Topology:
+    """The topology object that runs `cell` (UsageError when its framework runtime cannot be loaded)."""
+    if cell.framework == "native":
+        return get_topology(cell.topology, cell.team_size, cell.communication, contract_version=contract_version)
+    module_name, extra, imports = RUNTIME_MODULES[cell.framework]
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        missing = (exc.name or "").split(".")[0]
+        if missing in imports or exc.name == module_name:
+            raise UsageError(f"framework={cell.framework} needs the `{extra}` extra ({missing or module_name} is not "
+                             f"installed): {install_hint(cell.framework)}") from None
+        raise
+    runtimes: dict[str, type] = module.RUNTIMES
+    cls = runtimes.get(cell.topology)
+    if cls is None:
+        raise UsageError(f"framework={cell.framework} has no {cell.topology} runtime "
+                         f"(it runs: {', '.join(sorted(runtimes))})")
+    topology: Topology = cls(team_size=cell.team_size, communication=cell.communication,
+                             contract_version=contract_version)
+    return topology
+
+
+def needs_gateway(topology: object) -> bool:
+    return getattr(topology, "framework", "native") != "native"
