@@ -19,7 +19,8 @@ from core.models import Usage
 from core.topology import ChatReply
 from core.vocabulary import EventType
 from engine.chat.endpoint import EndpointPool
-from engine.recorder import AgentTurn, GatewayTurn, Recorder
+from engine.gateway.turn import GatewayTurn
+from engine.recorder import AgentTurn, Recorder
 from engine.store import Store, utc_now
 
 if TYPE_CHECKING:

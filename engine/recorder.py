@@ -15,8 +15,9 @@ reflection, a judge or a probe) and a request body, the recorder
 5. returns the response with its usage (`Usage.of_call`).
 
 Agent turns use one attempt (a failed turn fails the rollout attempt, which the runner retries as a whole with the
-same seed); component calls use 1 + MAX_INFRA_RETRIES. A framework runtime's gateway builds an `AgentTurn` from the
-(rollout, role, member, turn) of the request it intercepts and calls `Recorder.call` like the native topologies do.
+same seed); component calls use 1 + MAX_INFRA_RETRIES. A framework runtime's gateway builds a `GatewayTurn`
+(engine/gateway/turn.py) from the (rollout, role, member, turn) of the request it intercepts and calls
+`Recorder.call` like the native topologies do; it is replayed by that logical key, with a request-hash check.
 Tool events of an agent turn are recorded here too (`record_tool_event`), so one execution's events share one
 sequence; tests/test_layering.py checks that no other module writes events.
 """
@@ -101,24 +102,6 @@ class AgentTurn:
 
     def payload(self, execution_id: str, body: dict[str, Any], response: dict[str, Any] | None) -> dict[str, Any]:
         return {"role": self.role, "member": self.member, "turn": self.turn, "attempt_execution": execution_id}
-
-
-@dataclass(frozen=True)
-class GatewayTurn(AgentTurn):
-    """An agent turn a framework runtime made through the recording gateway (engine/gateway). Same seed and node as
-    a native turn; replayed by its logical key (rollout, role, member, turn), because a framework's request may
-    carry incidental differences, with the request's content hash kept to flag a divergence; the sampling
-    parameters the framework asked for (overridden by the protocol's decoding) are kept in the payload."""
-
-    framework: str = ""
-    requested: tuple[tuple[str, str], ...] = ()  # (parameter, canonical JSON of the framework's value)
-
-    def replay_key(self, body: dict[str, Any]) -> str:
-        return content_hash({"gateway_turn": [self.rollout_node, self.role, self.member, self.turn]})
-
-    def payload(self, execution_id: str, body: dict[str, Any], response: dict[str, Any] | None) -> dict[str, Any]:
-        return {**super().payload(execution_id, body, response), "framework": self.framework,
-                "request_sha256": content_hash(body), "framework_params": dict(self.requested)}
 
 
 def prompt_text(messages: list[dict[str, Any]]) -> str:

@@ -7,6 +7,7 @@ extra (exit 2) before anything is written.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 
 from core.errors import UsageError
 from core.models import Cell
@@ -48,6 +49,17 @@ def build_topology(cell: Cell, contract_version: int) -> Topology:
     topology: Topology = cls(team_size=cell.team_size, communication=cell.communication,
                              contract_version=contract_version)
     return topology
+
+
+def missing_extra(framework: str) -> str | None:
+    """Why `framework`'s runtime cannot load here (its extra is not installed), or None."""
+    if framework == "native":
+        return None
+    _, extra, imports = RUNTIME_MODULES[framework]
+    for name in imports:
+        if importlib.util.find_spec(name) is None:
+            return f"framework {framework} needs the `{extra}` extra ({name} is not installed): {install_hint(framework)}"
+    return None
 
 
 def needs_gateway(topology: object) -> bool:

@@ -97,6 +97,16 @@ def test_readme_other_commands_run(tmp_path):
 
         with urllib.request.urlopen(url + "/models", timeout=10) as resp:
             assert resp.headers["X-Simulated-Endpoint"] == "true"
+        # `gateway` records an external OpenAI-client program (the README's my_agents.py: a test program here)
+        gateway = next(c for c in cmds if c.startswith("python -m engine gateway"))
+        argv = shlex.split(gateway)[1:]
+        argv[argv.index("--task-endpoint") + 1] = url
+        argv[argv.index("--out") + 1] = str(tmp_path / "mine")
+        argv[argv.index("my_agents.py")] = str(ROOT / "tests" / "engine" / "gateway" / "child_program.py")
+        argv[argv.index("python")] = sys.executable
+        proc = subprocess.run([sys.executable, *argv], cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0 and "3 model calls sent" in proc.stderr, proc.stderr
+        assert (tmp_path / "mine" / "card.sqlite").exists()
     finally:
         server.terminate()
         server.communicate(timeout=30)  # reaps it and closes both pipes

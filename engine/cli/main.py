@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "aggregate": ("engine.aggregate.cli:main", "aggregate the three seeds of each cell"),
     "card": ("engine.cards.cli:main", "export, validate and re-score rollout cards"),
     "sandbox": ("engine.cli.sandbox_cmd:main", "check the jail for model-written code, or run a program in it"),
+    "gateway": ("engine.cli.gateway_cmd:main", "record any OpenAI-client program's model calls into a card stream"),
     "sweep": ("engine.sweep.cli:main", "the protocol grid as one resumable command (plan, run, status, serve)"),
 }
 

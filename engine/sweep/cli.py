@@ -34,6 +34,9 @@ def add_grid_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--communications", type=_names, default=(), help="freeform,semi_structured,structured_soft")
     g.add_argument("--team-sizes", type=_numbers, default=(), help="1,2,4,8,10")
     g.add_argument("--models", type=_names, default=(), help="qwen,llama")
+    g.add_argument("--runtime", default="frameworks", help="frameworks (default: each configuration on its "
+                   "framework runtime, as the protocol's tables; needs the extras) or native (the engine's own "
+                   "runtime for the LangGraph column: fast, claims no table, non-conformant)")
     g.add_argument("--seeds", type=_numbers, default=SEEDS, help="optimizer seeds (default 0,1,2)")
     g.add_argument("--grid-file", default=None, help='custom grid: JSON {"jobs": [{"method", "cell", "seeds"?, '
                    '"allow_any_cell"?, "data_dir"?}]} instead of the protocol grid')
@@ -55,11 +58,12 @@ def data_dirs(items: list[str]) -> dict[str, str]:
 def planned_jobs(args: argparse.Namespace) -> list[JobSpec]:
     f = check_filters(Filters(tables=args.table, methods=args.methods, tasks=args.tasks, topologies=args.topologies,
                               frameworks=args.frameworks, communications=args.communications,
-                              team_sizes=args.team_sizes, models=args.models, seeds=args.seeds))
+                              team_sizes=args.team_sizes, models=args.models, seeds=args.seeds,
+                              runtime=args.runtime))
     dirs = data_dirs(args.data_dir)
     if args.grid_file:
         return custom_jobs(Path(args.grid_file), f.seeds, dirs)
-    jobs = jobs_for(select(f), f.seeds, dirs)
+    jobs = jobs_for(select(f), f.seeds, dirs, f.runtime)
     if not jobs:
         raise UsageError("the filters select no job of the grid")
     return jobs

@@ -60,10 +60,12 @@ class Configuration:
         """The method-independent runner condition (task, runtime, model)."""
         return (self.task, self.topology, self.communication, self.team_size, self.model, self.framework)
 
-    @property
-    def cell_text(self) -> str:
-        """The engine's --cell text (its runtime stands in for the LangGraph column)."""
+    def cell_text(self, runtime: str = "frameworks") -> str:
+        """The engine's --cell text: on the configuration's framework runtime, or (runtime `native`) on the
+        engine's own runtime, which claims no table."""
         text = f"task={self.task},topology={self.topology},model={self.model}"
+        if runtime == "frameworks":
+            text += f",framework={self.framework}"
         if self.topology != "single":
             text += f",communication={self.communication},team_size={self.team_size}"
         return text
@@ -103,26 +105,35 @@ def protocol_grid() -> list[Configuration]:
     return sorted(configs, key=lambda c: (c.model != "qwen", c.task, c.registry_key, c.method))
 
 
-def not_implemented_reason(config: Configuration, implemented: tuple[str, ...]) -> str | None:
-    """Why this engine cannot run the configuration, or None when it can."""
+def not_implemented_reason(config: Configuration, implemented: tuple[str, ...],
+                           runtime: str = "frameworks") -> str | None:
+    """Why this engine cannot run the configuration here, or None when it can. Runtime `frameworks` runs each
+    configuration on its framework (the extra must be installed); `native` runs the LangGraph column on the
+    engine's own runtime (claims no table) and cannot run table 2's other frameworks."""
+    from engine.runtimes import missing_extra
+
     reasons = []
     if config.method not in implemented:
         reasons.append(f"method {config.method} is not implemented")
-    if config.framework != "langgraph":
-        reasons.append(f"framework {config.framework} (table 2) is not implemented; the engine's own runtime "
-                       "stands in for the LangGraph column only")
+    if runtime == "native" and config.framework != "langgraph":
+        reasons.append(f"framework {config.framework} (table 2) runs only with --runtime frameworks")
+    elif runtime == "frameworks":
+        missing = missing_extra(config.framework)
+        if missing:
+            reasons.append(missing)
     return "; ".join(reasons) or None
 
 
-def identity_configurations(configs: list[Configuration], implemented: tuple[str, ...]) -> list[Configuration]:
+def identity_configurations(configs: list[Configuration], implemented: tuple[str, ...],
+                            runtime: str = "frameworks") -> list[Configuration]:
     """`identity` (protocol section 4: any grid runtime condition) once per distinct runnable condition."""
     seen: dict[tuple[str, str, str, int, str, str], Configuration] = {}
     for c in configs:
-        if not_implemented_reason(c, implemented) is None and c.condition_key not in seen:
+        if not_implemented_reason(c, implemented, runtime) is None and c.condition_key not in seen:
             seen[c.condition_key] = Configuration("identity", c.task, c.topology, c.framework, c.communication,
                                                   c.team_size, c.model, ())
     tables: dict[tuple[str, str, str, int, str, str], set[int]] = {}
     for c in configs:
-        if c.condition_key in seen and not_implemented_reason(c, implemented) is None:
+        if c.condition_key in seen and not_implemented_reason(c, implemented, runtime) is None:
             tables.setdefault(c.condition_key, set()).update(c.tables)
     return [Configuration(**{**c.__dict__, "tables": tuple(sorted(tables[k]))}) for k, c in seen.items()]

@@ -40,6 +40,7 @@ class Filters:
     team_sizes: tuple[int, ...] = ()
     models: tuple[str, ...] = ()
     seeds: tuple[int, ...] = SEEDS
+    runtime: str = "frameworks"  # or "native": the engine's own runtime for the LangGraph column (no table)
 
     def keeps(self, c: Configuration) -> bool:
         return ((not self.tables or bool(set(self.tables) & set(c.tables)) or (c.method == "identity"))
@@ -84,6 +85,7 @@ def check_filters(f: Filters) -> Filters:
     _split(f.methods, ALL_METHODS + ("identity",), "method")
     _split(f.tasks, TASKS, "task")
     _split(f.frameworks, FRAMEWORK_LABELS, "framework")
+    _split((f.runtime,), ("frameworks", "native"), "runtime")
     _split(f.communications, COMMUNICATIONS, "communication")
     _split(f.models, MODELS, "model")
     keys = {c.registry_key for c in protocol_grid()} | set(TOPOLOGIES)
@@ -106,17 +108,18 @@ def select(f: Filters, configs: list[Configuration] | None = None) -> list[Confi
     pool = [c for c in (configs if configs is not None else protocol_grid()) if f.keeps(c)]
     chosen = [c for c in pool if not f.methods or c.method in f.methods]
     if "identity" in f.methods:
-        chosen += identity_configurations(pool, implemented)
+        chosen += identity_configurations(pool, implemented, f.runtime)
     return chosen
 
 
-def jobs_for(configs: list[Configuration], seeds: tuple[int, ...], data_dirs: dict[str, str]) -> list[JobSpec]:
+def jobs_for(configs: list[Configuration], seeds: tuple[int, ...], data_dirs: dict[str, str],
+             runtime: str = "frameworks") -> list[JobSpec]:
     implemented = implemented_methods()
     jobs = []
     for c in configs:
-        reason = not_implemented_reason(c, implemented)
+        reason = not_implemented_reason(c, implemented, runtime)
         for seed in seeds:
-            jobs.append(JobSpec(method=c.method, cell=c.cell_text, seed=seed, tables=c.tables,
+            jobs.append(JobSpec(method=c.method, cell=c.cell_text(runtime), seed=seed, tables=c.tables,
                                 registry_key=c.registry_key, runnable=reason is None, reason=reason,
                                 data_dir=data_dirs.get(c.task)))
     return jobs

@@ -19,7 +19,7 @@ from engine.sim.build import build_policy
 from engine.sim.server import SimServer
 
 ROOT = Path(__file__).resolve().parents[3]
-SELECTION = ["--tasks", "bfcl", "--table", "3", "--methods", "gepa,identity", "--topologies", "single,independent",
+SELECTION = ["--runtime", "native", "--tasks", "bfcl", "--table", "3", "--methods", "gepa,identity", "--topologies", "single,independent",
              "--budget", "20", "--allow-small-budget"]
 MODEL, REFLECTION = "sim-task-model", "simulated-reflection"
 

@@ -8,6 +8,7 @@ from collections import Counter
 import pytest
 
 from core.errors import UsageError
+from core.cell import parse_cell
 from engine.sweep.grid import protocol_grid
 from engine.sweep.plan import Filters, check_filters, custom_jobs, jobs_for, select
 
@@ -32,7 +33,7 @@ def test_each_table_count(table, configs):
 
 
 def test_runnable_and_not_implemented_are_both_listed():
-    jobs = jobs_for(protocol_grid(), (0, 1, 2), {})
+    jobs = jobs_for(protocol_grid(), (0, 1, 2), {}, "native")
     runnable = [j for j in jobs if j.runnable]
     missing = [j for j in jobs if not j.runnable]
     assert len(runnable) + len(missing) == 1836
@@ -41,6 +42,26 @@ def test_runnable_and_not_implemented_are_both_listed():
     assert {j.method for j in runnable} == {"gepa", "mipro", "mapro", "maspo"}
     assert any("crewai" in (j.reason or "") for j in missing) and any("hivemind" in (j.reason or "") for j in missing)
     assert len({j.key for j in jobs}) == 1836  # every job has its own directory
+    assert all(parse_cell(j.cell).framework == "native" for j in jobs)
+
+
+def test_framework_runtimes_run_every_implemented_method_of_the_grid():
+    jobs = jobs_for(protocol_grid(), (0, 1, 2), {})
+    runnable = [j for j in jobs if j.runnable]
+    assert len(runnable) == 3 * (612 - 48)  # only the 4 unimplemented methods are left (CI installs every extra)
+    assert {parse_cell(j.cell).framework for j in runnable} == {"langgraph", "crewai", "autogen", "openai_agents"}
+
+
+def test_a_missing_extra_keeps_its_jobs_listed_with_the_install_line(monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "crewai" else real(name, *a))
+    jobs = jobs_for(protocol_grid(), (0,), {})
+    crew = [j for j in jobs if parse_cell(j.cell).framework == "crewai"]
+    assert crew and not any(j.runnable for j in crew)
+    assert all("pip install 'mas-promptbench[crewai]'" in (j.reason or "") for j in crew)
+    assert all(j.runnable for j in jobs if parse_cell(j.cell).framework == "autogen" and j.method == "gepa")
 
 
 def test_filters_narrow_and_identity_runs_once_per_condition():

@@ -39,7 +39,7 @@ def test_serve_starts_servers_per_gpu_used_by_a_sweep_and_stops_them(tmp_path):
         urls = endpoints.read_text().split()
         assert len(urls) == 2
         assert [(tmp_path / f"gpu-{g}.env").read_text().strip() for g in "01"] == ["0", "1"]
-        run = sweep("run", "--sweep-dir", str(tmp_path / "sw"), "--endpoints-file", str(endpoints), "--tasks",
+        run = sweep("run", "--sweep-dir", str(tmp_path / "sw"), "--endpoints-file", str(endpoints), "--runtime", "native", "--tasks",
                     "bfcl", "--methods", "identity", "--topologies", "single", "--table", "3", "--seeds", "0,1",
                     "--model-id", "sim-task-model", "--no-aggregate")
         assert run.returncode == 0, run.stderr[-2000:]

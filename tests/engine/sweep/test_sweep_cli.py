@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from core.cell import parse_cell
 from tests.engine.sweep.sweeputil import SELECTION, sweep
 
 
@@ -29,25 +30,33 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, args, words):
 
 
 def test_a_sweep_dir_keeps_its_job_settings(tmp_path):
-    first = sweep("run", "--sweep-dir", str(tmp_path / "sw"), "--tasks", "bfcl", "--methods", "identity",
+    first = sweep("run", "--sweep-dir", str(tmp_path / "sw"), "--runtime", "native", "--tasks", "bfcl", "--methods", "identity",
                   "--topologies", "single", "--table", "3", "--seeds", "0", "--simulated", "--no-aggregate")
     assert first.returncode == 0, first.stderr
-    other = sweep("run", "--sweep-dir", str(tmp_path / "sw"), "--tasks", "bfcl", "--methods", "identity",
+    other = sweep("run", "--sweep-dir", str(tmp_path / "sw"), "--runtime", "native", "--tasks", "bfcl", "--methods", "identity",
                   "--topologies", "single", "--table", "3", "--seeds", "0", "--simulated", "--budget", "10",
                   "--no-aggregate")
     assert other.returncode == 2 and "other job settings" in other.stderr
-    again = sweep("run", "--sweep-dir", str(tmp_path / "sw"), "--tasks", "bfcl", "--methods", "identity",
+    again = sweep("run", "--sweep-dir", str(tmp_path / "sw"), "--runtime", "native", "--tasks", "bfcl", "--methods", "identity",
                   "--topologies", "single", "--table", "3", "--seeds", "0", "--simulated", "--no-aggregate")
     assert again.returncode == 0 and "1 already finished, 0 to run" in again.stderr
 
 
 def test_plan_lists_not_implemented_cells_and_counts(tmp_path):
-    proc = sweep("plan", "--tasks", "lcb", "--table", "2", "--json")
+    proc = sweep("plan", "--runtime", "native", "--tasks", "lcb", "--table", "2", "--json")
     doc = json.loads(proc.stdout)
     assert doc["counts"] == {"jobs": 54, "runnable": 18, "not_implemented": 36}
     assert {j["key"].split("/")[2] for j in doc["jobs"] if not j["runnable"]} == {
         "sequential_crewai", "centralized_autogen", "decentralized_openai_agents"}
     assert doc["cost"]["rollouts"] > 0 and doc["cost"]["model_calls"] >= doc["cost"]["rollouts"]
-    text = sweep("plan", "--tasks", "lcb", "--table", "2")
+    text = sweep("plan", "--runtime", "native", "--tasks", "lcb", "--table", "2")
     assert "54 jobs: 18 runnable, 36 not implemented" in text.stdout and "SKIP" in text.stdout
     assert "plan gepa:" in text.stdout
+
+
+def test_plan_on_the_framework_runtimes_runs_table_2_with_its_frameworks(tmp_path):
+    doc = json.loads(sweep("plan", "--tasks", "lcb", "--table", "2", "--json").stdout)
+    assert doc["counts"] == {"jobs": 54, "runnable": 54, "not_implemented": 0}  # CI installs every extra
+    frameworks = {j["key"].split("/")[2]: parse_cell(j["cell"]).framework for j in doc["jobs"]}
+    assert frameworks == {"single": "langgraph", "independent": "langgraph", "sequential_crewai": "crewai",
+                          "centralized_autogen": "autogen", "decentralized_openai_agents": "openai_agents"}

@@ -16,7 +16,7 @@ def test_duplicates_are_only_same_seed_retries_of_failed_requests(tmp_path):
     policy = build_policy(["bfcl"], None)
     servers = [SimServer(policy, faults=FaultPlan(rates={"http_500": 0.03}, seed=i)).start() for i in range(2)]
     try:
-        proc = sweep("run", "--sweep-dir", str(tmp_path / "sw"), "--tasks", "bfcl", "--methods", "identity",
+        proc = sweep("run", "--sweep-dir", str(tmp_path / "sw"), "--runtime", "native", "--tasks", "bfcl", "--methods", "identity",
                      "--table", "3", "--topologies", "single,independent", *endpoint_args(servers), "--no-aggregate")
         # the jobs' requests: answered ones, and faulted ones (the policy never saw those); not the start-up probe
         entries = [e for s in servers for e in s.log if e.get("key") and (e.get("fault") or e in model_requests([e]))]
