@@ -43,8 +43,9 @@ def parse_cell(text: str) -> Cell:
     for required in ("task", "topology"):
         if required not in fields:
             raise CellError(f"--cell needs {required}=...")
-    task, topology = fields["task"], fields["topology"]
+    task = fields["task"]
     _check(task, TASKS, "task")
+    topology = _expand_registry_key(fields)
     _check(topology, TOPOLOGIES, "topology")
     framework = fields.get("framework", "native")
     _check(framework, FRAMEWORKS, "framework")
@@ -69,6 +70,52 @@ def parse_cell(text: str) -> Cell:
     _check_framework(framework, topology, communication, team_size)
     return Cell(task=task, topology=topology, framework=framework, communication=communication,
                 team_size=team_size, task_model=model)
+
+
+def _registry_refinements(key: str) -> tuple[str, dict[str, str]]:
+    """(base topology, implied fields) of a registry key; ("", {}) when `key` is none."""
+    for framework, only in SINGLE_TOPOLOGY_FRAMEWORKS.items():
+        if key == f"{only}_{framework}":
+            return only, {"framework": framework}
+    base, sep, fmt = key.partition("_communications_")
+    if sep:
+        return base, {"communication": fmt}
+    base, sep, size = key.rpartition("_r")
+    if sep and size.isascii() and size.isdigit():
+        return base, {"team_size": size}
+    return "", {}
+
+
+def _expand_registry_key(fields: dict[str, str]) -> str:
+    """`topology=` may be a full registry key (section 4): `sequential_crewai`, `centralized_autogen`,
+    `decentralized_openai_agents`, `<topology>_communications_<format>`, `<topology>_r<N>`. Its refinements
+    fill the other fields; one that contradicts an explicit field is an error."""
+    key = fields["topology"]
+    if key in TOPOLOGIES:
+        return key
+    base, implied = _registry_refinements(key)
+    if base not in MULTI_AGENT:
+        raise CellError(f"unknown topology {key!r}; known: {', '.join(TOPOLOGIES)} or a registry key such as "
+                        "sequential_crewai, centralized_communications_structured_soft, decentralized_r8")
+    for name, value in implied.items():
+        if name in fields and fields[name] != value:
+            raise CellError(f"topology={key} means {name}={value}, which conflicts with {name}={fields[name]}")
+        fields[name] = value
+    return base
+
+
+def with_framework(text: str, framework: str | None) -> str:
+    """The --cell text refined by a --framework option; a different framework in the cell is an error."""
+    if framework is None:
+        return text
+    _check(framework, FRAMEWORKS, "framework")
+    cell = parse_cell(text)
+    named = "framework=" in text.replace(" ", "") or cell.framework != "native"
+    if named and cell.framework != framework:
+        raise CellError(f"--framework {framework} conflicts with framework={cell.framework} in --cell")
+    refined = text if named else f"{text},framework={framework}"
+    parse_cell(refined)  # the framework must fit the topology (crewai: sequential only, ...)
+    return refined
 
 
 def _check_framework(framework: str, topology: str, communication: str, team_size: int) -> None:

@@ -37,9 +37,11 @@ def build_topology(cell: Cell, contract_version: int) -> Topology:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
         missing = (exc.name or "").split(".")[0]
-        if missing in imports or exc.name == module_name:
-            raise UsageError(f"framework={cell.framework} needs the `{extra}` extra ({missing or module_name} is not "
-                             f"installed): {install_hint(cell.framework)}") from None
+        if missing in imports:
+            raise UsageError(f"framework={cell.framework} needs the `{extra}` extra ({missing} is not installed): "
+                             f"{install_hint(cell.framework)}") from None
+        if exc.name == module_name:
+            raise UsageError(f"framework={cell.framework}: this installation has no {module_name}") from None
         raise
     runtimes: dict[str, type] = module.RUNTIMES
     cls = runtimes.get(cell.topology)

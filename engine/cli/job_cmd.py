@@ -12,6 +12,7 @@ from core.errors import UsageError
 from core.protocol import FULL_BUDGET
 from engine.chat.auth import DEFAULT_API_KEY_ENV, DEFAULT_REFLECTION_API_KEY_ENV
 from engine.chat.preflight import DEFAULT_STARTUP_TIMEOUT_S
+from core.cell import with_framework
 from engine.cli.args import StrictParser, check_ascii_text, int_in, positive_float
 from engine import log as logs
 
@@ -23,7 +24,10 @@ def _model_id(text: str) -> str:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--cell", required=True, help="task=...,topology=...[,framework=,communication=,team_size=,model=]")
+    p.add_argument("--cell", required=True, help="task=...,topology=...[,framework=,communication=,team_size=,model=]"
+                   " (topology= may be a registry key, e.g. sequential_crewai or decentralized_r8)")
+    p.add_argument("--framework", default=None, help="refines --cell: native (default), langgraph, crewai, autogen, "
+                   "openai_agents (each an install extra; README)")
     p.add_argument("--seed", type=int_in("--seed"), default=0, help="optimizer / evaluation seed: 0, 1 or 2")
     p.add_argument("--task-endpoint", action="append", dest="task_endpoints", metavar="URL",
                    help="OpenAI-compatible base URL (repeatable, round robin; also TASK_ENDPOINTS). "
@@ -78,6 +82,7 @@ def job_main(argv: list[str]) -> int:
     p.add_argument("--allow-any-cell", action="store_true",
                    help="run a cell outside the grid tables (marked non-conformant); refused otherwise")
     args = p.parse_args(argv)
+    args.cell = with_framework(args.cell, args.framework)
     logs.configure(logs.current_format(), quiet=args.quiet)
     from engine.job.benchmark_setup import dataset_options
     from engine.job.config import build_config
@@ -106,6 +111,7 @@ def run_main(argv: list[str]) -> int:
     p.add_argument("--bundle", help="bundle JSON file (default: the seed bundle of the cell)")
     p.add_argument("--out", required=True, help="predictions JSONL; the store is written beside it")
     args = p.parse_args(argv)
+    args.cell = with_framework(args.cell, args.framework)
     logs.configure(logs.current_format(), quiet=args.quiet)
     from engine.cli.baseline import check_run_options, run_baseline
 
