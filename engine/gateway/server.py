@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import socket
+import time
 from typing import TYPE_CHECKING
 
 from aiohttp import web
@@ -46,6 +47,8 @@ class Gateway:
         self.host = host
         self.port = 0
         self.requests = 0
+        self.handler_seconds = 0.0  # time inside the chat handler, and the part of it spent in the recorded call:
+        self.upstream_seconds = 0.0  # their difference is the gateway's own cost (bench/frameworks.py)
         self._routes: dict[str, RolloutSession] = {}
         self._runner: web.AppRunner | None = None
 
@@ -98,6 +101,13 @@ class Gateway:
                                                               "owned_by": "mas-promptbench"}]})
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
+        started = time.perf_counter()
+        try:
+            return await self._answer(request)
+        finally:
+            self.handler_seconds += time.perf_counter() - started
+
+    async def _answer(self, request: web.Request) -> web.StreamResponse:
         token = request.match_info["token"]
         session = self._routes.get(token)
         if session is None:
@@ -107,8 +117,9 @@ class Gateway:
             parsed = parse_request(json.loads(await request.read()))
         except (ValueError, UnicodeDecodeError) as exc:  # BadRequest and JSON errors
             message = str(exc) if isinstance(exc, BadRequest) else f"the request body is not JSON: {exc}"
-            session._fail(AgentFailure(f"{session.framework} sent a request the gateway cannot forward: {message}"))
+            session.fail(AgentFailure(f"{session.framework} sent a request the gateway cannot forward: {message}"))
             return _error(400, message, "invalid_request_error")
+        upstream = time.perf_counter()
         try:
             reply = await session.complete(token, parsed)
         except SessionFailed as exc:
@@ -117,6 +128,8 @@ class Gateway:
             return _error(502, f"upstream call failed: {exc}", "upstream_error")
         except Exception as exc:  # the session keeps it; leaving the session raises it
             return _error(500, f"{type(exc).__name__}: {exc}", "gateway_error")
+        finally:
+            self.upstream_seconds += time.perf_counter() - upstream
         completion_id = f"chatcmpl-{reply.node_id.replace('/', '-').replace('#', '-')}"
         if not parsed.stream:
             return web.json_response(completion(reply, session.model, completion_id))

@@ -99,7 +99,7 @@ class RolloutSession:
             return (agent.nodes[-1],)
         return tuple(agent.reads()) if agent.reads is not None else ()
 
-    def _fail(self, exc: Exception) -> None:
+    def fail(self, exc: Exception) -> None:
         if self.failure is None:
             self.failure = exc
 
@@ -115,7 +115,7 @@ class RolloutSession:
                                             tools=request.tools, reads=reads,
                                             framework=self.framework, requested=request.requested)
             except Exception as exc:
-                self._fail(exc)
+                self.fail(exc)
                 raise
             agent.nodes.append(reply.node_id)
             self._calls.append(GatewayCall(role=agent.role, member=agent.member, turn=reply.turn,
@@ -134,7 +134,7 @@ class RolloutSession:
             with agent_scope(self.ctx, role, member):
                 return await self.ctx.call_tool(role=role, member=member, node_id=agent.nodes[-1], call=call)
         except InfrastructureError as exc:
-            self._fail(exc)
+            self.fail(exc)
             raise
 
     def call_tool_blocking(self, role: str, member: int, name: str, arguments: Any,
