@@ -61,7 +61,9 @@ class Gateway:
         app.router.add_post("/g/{token}/v1/chat/completions", self._chat)
         app.router.add_get("/g/{token}/v1/models", self._models)
         app.router.add_route("*", "/{tail:.*}", self._not_found)
-        runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=1.0)
+        # a framework that gives up on a request (its attempt cancelled, its client closed) cancels the recorded call
+        runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=1.0,
+                               handler_cancellation=True)
         await runner.setup()
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.bind((self.host, 0))

@@ -21,7 +21,7 @@ from core.seeds import call_seed
 from engine.chat.endpoint import Endpoint, EndpointPool
 from engine.gateway.server import Gateway
 from engine.runner import RetryPolicy, Runner
-from engine.sim.faults import FAULT_KINDS, FaultPlan
+from engine.sim.faults import FAULT_KINDS, FaultPlan, ScheduledFault
 from engine.store import Store
 from tests.conftest import start_sim
 from tests.engine.gateway.clientrun import ClientSingle
@@ -32,7 +32,8 @@ from topologies.single import Single
 DECODING = {**OPTIMIZATION_DECODING, "repetition_penalty": 1.05}
 
 
-async def run(url: str, db: Path, topology: Any, batch: list, concurrency: int = 8) -> list:
+async def run(url: str, db: Path, topology: Any, batch: list, concurrency: int = 8,
+              attempt_timeout: float | None = None) -> list:
     async with AsyncExitStack() as stack:
         pool = EndpointPool([Endpoint(url, "test-model", capacity=concurrency)])
         stack.push_async_callback(pool.aclose)
@@ -41,7 +42,8 @@ async def run(url: str, db: Path, topology: Any, batch: list, concurrency: int =
         await store.add_node(node_id="run", parent_id=None, instance_key="r", task_key="job", status="running",
                              worker_key=None, level=0, actor="t")
         runner = Runner(store=store, pool=pool, bench=FakeBench(n_train=40), topology=topology, run_node="run",
-                        retry=RetryPolicy(base_delay=0.0), concurrency=concurrency, gateway=gateway)
+                        retry=RetryPolicy(base_delay=0.0), concurrency=concurrency, gateway=gateway,
+                        attempt_timeout=attempt_timeout)
         return await runner.run_batch(batch, DECODING, None)
 
 
@@ -149,3 +151,21 @@ def test_unknown_routes_and_unforwardable_bodies_fail_the_attempt_not_the_job(tm
     assert record.status.value == "infrastructure_failure" and not record.charged
     assert "cannot forward" in (record.error or "")
     assert len(server.log) == 0  # nothing reached the model endpoint
+
+
+def test_an_attempt_deadline_cancels_the_call_in_the_gateway_and_the_retry_succeeds(tmp_path):
+    """The first request hangs past the attempt's deadline: the framework's request is abandoned, the gateway's
+    recorded call is cancelled with it, and the attempt is retried with the same seed."""
+    bench = FakeBench(n_train=40)
+    batch = specs(bench, 1)
+    server = start_sim(bench, faults=FaultPlan(schedule=[ScheduledFault(kind="slow", nth=0)], slow_s=5.0))
+    try:
+        (record,) = anyio.run(lambda: run(server.base_url, tmp_path / "t.sqlite", ClientSingle(), batch,
+                                          attempt_timeout=1.5))
+    finally:
+        server.stop()
+    # (a cold start of the OpenAI client may spend the first attempt's deadline before any request: then the
+    # hanging request is the second attempt's, and the third succeeds)
+    assert record.status.usable and record.attempts in (2, 3) and record.request_seed == batch[0].seed
+    assert [e.get("fault") for e in server.log] == ["slow", None]  # the hanging call was abandoned, not re-sent
+    assert {e["seed"] for e in server.log} == {batch[0].seed}
