@@ -14,6 +14,9 @@ CANONICAL_REFLECTION_MODEL = "Qwen/Qwen3.5-122B-A10B-FP8"
 TASK_MODELS = {"qwen": "Qwen/Qwen3.5-9B", "llama": "meta-llama/Llama-3.1-8B-Instruct"}
 PAIRED_SEED_SCHEMA = "paired-evaluation-seed"
 
+# sampling parameters a framework runtime's requests go without (section 2.5: "SDK runners omit
+# repetition_penalty"); the recording gateway drops them from the protocol's decoding for that framework
+FRAMEWORK_OMITTED_PARAMS: dict[str, tuple[str, ...]] = {"openai_agents": ("repetition_penalty",)}
 OPTIMIZATION_DECODING = {"temperature": 0.2, "top_p": 0.9, "max_tokens": 32768, "thinking": False}
 EVALUATION_DECODING = {"temperature": 0.0, "top_p": 0.9, "max_tokens": 32768, "thinking": False}
 REFLECTION_DECODING = {"temperature": 1.0, "top_p": 1.0, "max_tokens": 48000, "thinking": True}

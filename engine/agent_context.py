@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from core.errors import ContractError, InfrastructureError
 from core.framework import GatewaySession
 from core.models import Usage
+from core.protocol import FRAMEWORK_OMITTED_PARAMS
 from core.topology import ChatReply
 from core.vocabulary import EventType
 from engine.chat.endpoint import EndpointPool
@@ -90,7 +91,10 @@ class RecordedAgentContext:
             site = GatewayTurn(rollout_node=self.rollout_node, rollout_seed=self.rollout_seed, role=role,
                                member=member, turn=turn, reads=tuple(reads), framework=framework,
                                requested=tuple(requested))
-        call = await self.recorder.call(site, self._body(messages, tools))
+        body = self._body(messages, tools)
+        for omitted in FRAMEWORK_OMITTED_PARAMS.get(framework or "", ()):
+            body.pop(omitted, None)
+        call = await self.recorder.call(site, body)
         self.usage = self.usage + call.usage
         response = call.response
         return ChatReply(content=response["content"], tool_calls=tuple(response["tool_calls"]),

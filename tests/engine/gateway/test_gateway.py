@@ -169,3 +169,21 @@ def test_an_attempt_deadline_cancels_the_call_in_the_gateway_and_the_retry_succe
     assert record.status.usable and record.attempts in (2, 3) and record.request_seed == batch[0].seed
     assert [e.get("fault") for e in server.log] == ["slow", None]  # the hanging call was abandoned, not re-sent
     assert {e["seed"] for e in server.log} == {batch[0].seed}
+
+
+class SdkNamed(ClientSingle):
+    framework = "openai_agents"
+
+
+def test_the_agents_sdk_requests_go_without_repetition_penalty(tmp_path):
+    """Protocol section 2.5: SDK runners omit repetition_penalty; every other runtime sends it."""
+    bench = FakeBench(n_train=40)
+    batch = specs(bench, 3)
+    server = start_sim(bench)
+    try:
+        anyio.run(run, server.base_url, tmp_path / "s.sqlite", SdkNamed(), batch)
+        anyio.run(run, server.base_url, tmp_path / "c.sqlite", ClientSingle(), batch)
+    finally:
+        server.stop()
+    assert all("repetition_penalty" not in c["params"] for c in model_calls(tmp_path / "s.sqlite"))
+    assert all(c["params"]["repetition_penalty"] == 1.05 for c in model_calls(tmp_path / "c.sqlite"))
