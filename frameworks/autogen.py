@@ -25,15 +25,17 @@ is the same code under another label.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+
+import httpx
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, cast
 
 os.environ.setdefault("AUTOGEN_DISABLE_RUNTIME_TRACING", "true")  # no telemetry, nothing leaves the machine
 
 from autogen_agentchat.agents import AssistantAgent  # noqa: E402
-from autogen_agentchat.base import TaskResult  # noqa: E402
+from autogen_agentchat.base import ChatAgent, TaskResult, Team  # noqa: E402
 from autogen_agentchat.conditions import MaxMessageTermination, TextMentionTermination  # noqa: E402
-from autogen_agentchat.messages import BaseAgentEvent, BaseChatMessage  # noqa: E402
+from autogen_agentchat.messages import BaseAgentEvent, BaseChatMessage, ToolCallSummaryMessage  # noqa: E402
 from autogen_agentchat.teams import SelectorGroupChat  # noqa: E402
 from autogen_core import CancellationToken  # noqa: E402
 from autogen_core.models import ModelFamily, ModelInfo  # noqa: E402
@@ -57,6 +59,7 @@ from topologies.teams import CentralizedTeam, check_team_size, team_spec  # noqa
 SELECTOR = "selector"
 MODEL_INFO = ModelInfo(vision=False, function_calling=True, json_output=False, family=ModelFamily.UNKNOWN,
                        structured_output=False, multiple_system_messages=True)
+AutogenTool = BaseTool[Any, Any] | Callable[..., Any] | Callable[..., Awaitable[Any]]
 CLIENT_TIMEOUT_S = 3600.0  # the engine's recorded path owns the deadlines; the gateway always answers
 
 
@@ -64,7 +67,7 @@ class _Arguments(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
-class _SchemaTool(BaseTool[_Arguments, str]):
+class _SchemaTool(BaseTool[_Arguments, Any]):  # the return type is str (AutoGen bounds it to models)
     """An AutoGen tool with the OpenAI function schema exactly as the dataset (or native topology) gives it."""
 
     def __init__(self, spec: Mapping[str, Any]) -> None:
@@ -76,7 +79,7 @@ class _SchemaTool(BaseTool[_Arguments, str]):
     def schema(self) -> ToolSchema:
         return cast(ToolSchema, {"name": self.name, "description": self.description, "parameters": self._parameters})
 
-    async def run(self, args: _Arguments, cancellation_token: CancellationToken) -> str:
+    async def run(self, args: _Arguments, cancellation_token: CancellationToken) -> Any:
         return await self.invoke(args.model_dump(), None)
 
     async def run_json(self, args: Mapping[str, Any], cancellation_token: CancellationToken,
@@ -137,9 +140,10 @@ class _Conversation:
         return None
 
 
-def _client(link: AgentLink) -> OpenAIChatCompletionClient:
+def _client(link: AgentLink, http: httpx.AsyncClient) -> OpenAIChatCompletionClient:
+    shared: dict[str, Any] = {"http_client": http}  # passed on to openai.AsyncOpenAI (not in AutoGen's typed config)
     return OpenAIChatCompletionClient(model=link.model, base_url=link.base_url, api_key=link.api_key,
-                                      model_info=MODEL_INFO, max_retries=0, timeout=CLIENT_TIMEOUT_S)
+                                      model_info=MODEL_INFO, max_retries=0, timeout=CLIENT_TIMEOUT_S, **shared)
 
 
 class AutogenCentralized:
@@ -173,50 +177,53 @@ class AutogenCentralized:
         return await finish_output(bench, row, ctx, output)
 
     def _agents(self, bundle: PromptBundle, bench: Benchmark, team: CentralizedTeam, comm: CommunicationLog,
-                native: list[dict[str, Any]], gw: GatewaySession,
-                results: list[str]) -> tuple[list[AssistantAgent], list[OpenAIChatCompletionClient]]:
-        manager_tools: list[BaseTool[Any, Any]] = [_DelegateTool(delegate_tool(w), w.name) for w in team.workers]
+                native: list[dict[str, Any]], gw: GatewaySession, results: list[str],
+                http: httpx.AsyncClient) -> list[AssistantAgent]:
+        manager_tools: list[AutogenTool] = [_DelegateTool(delegate_tool(w), w.name) for w in team.workers]
         if team.manager_tools:
             manager_tools += [_DatasetTool(spec, gw, team.manager, results) for spec in native]
-        manager_client = _client(gw.agent(team.manager, 0))
-        clients = [manager_client]
         agents = [AssistantAgent(
-            team.manager, model_client=manager_client, tools=manager_tools, max_tool_iterations=1,
-            description=f"The manager: delegates to one worker at a time and gives the final answer.",
+            team.manager, model_client=_client(gw.agent(team.manager, 0), http), tools=manager_tools,
+            max_tool_iterations=1,
+            description="The manager: delegates to one worker at a time and gives the final answer.",
             system_message=system_prompt(editable(bundle, team.manager), answering=True, bench=bench, comm=comm,
                                          extension=manager_extension(team), role=team.manager,
                                          policy=self.policy))]
         for worker in team.workers:
-            client = _client(gw.agent(worker.name, 0))
-            clients.append(client)
-            tools = [_DatasetTool(spec, gw, worker.name, results) for spec in native] if worker.tools else []
+            tools: list[AutogenTool] = ([_DatasetTool(spec, gw, worker.name, results) for spec in native]
+                                        if worker.tools else [])
             agents.append(AssistantAgent(
-                worker.name, model_client=client, tools=tools or None, description=worker.description,
+                worker.name, model_client=_client(gw.agent(worker.name, 0), http), tools=tools or None,
+                description=worker.description,
                 max_tool_iterations=max(1, team.worker_step_limit) if tools else 1,
                 system_message=system_prompt(editable(bundle, worker.name), answering=worker.answers, bench=bench,
                                              comm=comm, role=worker.name, policy=self.policy)))
-        return agents, clients
+        return agents
 
     async def _group_chat(self, row: Row, bundle: PromptBundle, bench: Benchmark, team: CentralizedTeam,
                           comm: CommunicationLog, native: list[dict[str, Any]],
                           gw: GatewaySession) -> tuple[list[str], list[str], int]:
-        """Run the group chat; the speakers in order, the dataset tools' results, the selector's calls."""
+        """Run the group chat and report each turn to `comm`; the speakers in order, the dataset tools' results,
+        the selector's calls."""
         results: list[str] = []
-        agents, clients = self._agents(bundle, bench, team, comm, native, gw, results)
-        selector_client = _client(gw.agent(SELECTOR, 0))
         conversation = _Conversation(gw, team)
         termination = (TextMentionTermination(TERMINATE, sources=[team.manager])
                        | MaxMessageTermination(team.max_turns))
-        chat = SelectorGroupChat(agents, model_client=selector_client, termination_condition=termination,
-                                 selector_func=conversation.select, allow_repeated_speaker=False)
-        try:
+        # one loopback HTTP client for the rollout's agents (no TLS: each default client loads the CA store)
+        async with httpx.AsyncClient(verify=False, timeout=CLIENT_TIMEOUT_S) as http:
+            agents = self._agents(bundle, bench, team, comm, native, gw, results, http)
+            chat = SelectorGroupChat(list[ChatAgent | Team](agents), model_client=_client(gw.agent(SELECTOR, 0), http),
+                                     termination_condition=termination, selector_func=conversation.select,
+                                     allow_repeated_speaker=False)
             result = await chat.run(task=bench.render_task(row))
-        finally:
-            for client in (*clients, selector_client):
-                await client.close()
         assert isinstance(result, TaskResult)
-        speakers = [m.source for m in result.messages if isinstance(m, BaseChatMessage) and m.source != "user"]
-        return speakers, results, len(gw.nodes(SELECTOR))
+        said = [m for m in result.messages if isinstance(m, BaseChatMessage) and m.source != "user"]
+        for message in said:  # what each turn handed to the conversation (a manager's delegation is no report)
+            if message.source != team.manager:
+                comm.report(f"{message.source}.0", message.to_model_text())
+            elif not isinstance(message, ToolCallSummaryMessage):
+                comm.report(f"{message.source}.0", strip_terminate(message.to_model_text()))
+        return [m.source for m in said], results, len(gw.nodes(SELECTOR))
 
     def _output(self, row: Row, bench: Benchmark, team: CentralizedTeam, comm: CommunicationLog,
                 gw: GatewaySession, speakers: list[str], tool_results: list[str], selections: int) -> AgentOutput:
@@ -227,8 +234,6 @@ class AutogenCentralized:
         role_outputs: dict[str, str | None] = {}
         for call in calls:  # each agent's latest message (the manager's: its final one)
             role_outputs[call.role] = strip_terminate(call.content) if call.role == team.manager else call.content
-        for speaker in speakers:
-            comm.report(f"{speaker}.0", role_outputs.get(speaker))
         invalid = [{"manager_turn": c.turn, "tool": str(t.get("name"))} for c in manager_calls for t in c.tool_calls
                    if str(t.get("name", "")).startswith(DELEGATE_PREFIX)
                    and str(t.get("name"))[len(DELEGATE_PREFIX):] not in workers]

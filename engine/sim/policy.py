@@ -14,8 +14,8 @@ A `Policy` is built from a mapping dataset-name -> (Benchmark, rows with gold). 
    before any delegation in the conversation, delegate once to the first offered worker; afterwards answer as
    rule 5 does and end the message with TERMINATE. (A centralized rollout then costs 2 manager calls + 1 worker
    turn instead of running to its turn cap.)
-2a. **Speaker selection** (AutoGen's selector prompt, "select the next role from [...]"): the candidate the latest message
-   names first, else the one named last in the conversation, else the first (engine/sim/speaker.py).
+2a. **Speaker selection** (AutoGen's selector prompt, "select the next role from [...]"): the candidate the
+   latest message names first, else the one named last in the conversation, else the first (engine/sim/speaker.py).
 2b. **After a tool result** (last message has role "tool"): reply "Done." with no tool calls.
 3. **No matching task**: reply "SIMULATED: no matching task" (HTTP 200). A row matches when its rendered task
    equals a user message's content (exact lookup), else when it is contained in a user message (multi-agent stage
