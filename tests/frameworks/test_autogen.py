@@ -1,0 +1,157 @@
+"""Centralized on AutoGen (frameworks/autogen.py) for real: SelectorGroupChat agents talking to the simulated
+endpoint through the engine's recording gateway, in jobs (BFCL identity, a GEPA job, 20% faults, kill -9 resume)
+and through the Runner next to the native centralized topology.
+
+The simulated manager delegates once (to its first worker) and then answers with TERMINATE; AutoGen's model-based
+selector (a recorded call of role `selector`) picks the worker the manager's delegation names.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from core.seeds import call_seed
+from engine.sim.build import build_policy
+from engine.sim.faults import FAULT_KINDS, FaultPlan
+from engine.sim.server import SimServer
+from tests.conftest import start_sim
+from tests.engine.faults.matrix import assert_closed_ledger, assert_store_consistent, small_bench
+from tests.engine.jobutil import run
+from tests.frameworks import auto_job
+from tests.frameworks.auto_card import decoding_for, model_calls, records, rollout_of
+from tests.frameworks.auto_runner import execute, role_edges, specs, turns
+from topologies.teams import team_spec
+
+GPQA_CELL = "task=gpqa,topology=centralized,framework=autogen"
+
+
+def expected_role_edges(task: str) -> set[tuple[str, str]]:
+    """(role read, reading role): the manager's first turn is read by the selector, by the worker it delegated to
+    (the shared conversation) and by its own next turn, which also reads that worker's report."""
+    team = team_spec(task).centralized(4)
+    m, w = team.manager, team.workers[0].name
+    return {(m, "selector"), (m, w), (w, m), (m, m)}
+
+
+def assert_calls_seeded_and_decoded(job: Path, roles: set[str]) -> None:
+    """Every model call: seed = call_seed(rollout seed, role, member, turn); params = the protocol's decoding of
+    its phase whatever AutoGen asked; what AutoGen asked is kept as framework_params."""
+    seeds = {r["rollout_id"]: (r["request_seed"], r["phase"]) for r in records(job)}
+    calls = [(node, c) for node, c in model_calls(job / "card.sqlite") if "role" in c]  # not the reflection's
+    assert calls and {c["role"] for _, c in calls} == roles
+    for node, call in calls:
+        seed, phase = seeds[rollout_of(node)]
+        assert call["seed"] == call_seed(seed, call["role"], call["member"], call["turn"]), node
+        decoding = decoding_for(phase)
+        assert {k: call["params"][k] for k in ("temperature", "top_p", "max_tokens")} == {
+            k: decoding[k] for k in ("temperature", "top_p", "max_tokens")}
+        assert call["framework"] == "autogen" and isinstance(call["framework_params"], dict)
+        assert "temperature" not in call["framework_params"]  # AutoGen asked none; the protocol's was sent
+        if call["role"] == "manager":  # offered its delegate tools: AutoGen asked tool_choice=auto
+            assert call["framework_params"] == {"tool_choice": '"auto"'}
+
+
+def assert_rollouts_are_autogen_runs(job: Path, task: str) -> None:
+    team = team_spec(task).centralized(4)
+    usable = [r for r in records(job) if r["final_output"] is not None]
+    assert usable
+    for record in usable:
+        meta = record["final_output"]["metadata"]
+        assert meta["framework"] == "autogen" and meta["stop"] == "terminate"
+        assert meta["delegations"] == [team.workers[0].name] and meta["selector_calls"] == 1
+        assert meta["turns"] == 3 and record["usage"]["n_llm_calls"] == 4  # + the selector's call
+        assert "TERMINATE" not in (record["final_output"]["text"] or "")
+
+
+def test_bfcl_identity_job_card_edges_seeds_and_decoding(tmp_path: Path) -> None:
+    server = SimServer(build_policy(["bfcl"]))
+    server.start()
+    try:
+        result = auto_job.run(tmp_path / "job", server.base_url, "identity")
+    finally:
+        server.stop()
+    job = tmp_path / "job"
+    assert result["status"] == "completed" and result["registry_key"] == "centralized_autogen"
+    assert result["source_tables"] == [2]
+    assert result["test"]["failure_counts"]["baseline"]["infrastructure_failures"] == 0
+    assert_closed_ledger(job)
+    assert_store_consistent(job)
+    assert role_edges(job / "card.sqlite") == expected_role_edges("bfcl")
+    team = team_spec("bfcl").centralized(4)
+    assert_calls_seeded_and_decoded(job, {team.manager, team.workers[0].name, "selector"})
+    assert_rollouts_are_autogen_runs(job, "bfcl")
+
+
+def test_gepa_job_on_autogen_closes_its_ledger(tmp_path: Path) -> None:
+    server = start_sim(small_bench())
+    try:
+        result = run(tmp_path / "job", server.base_url, small_bench(), cell=GPQA_CELL, method="gepa", budget=10)
+    finally:
+        server.stop()
+    job = tmp_path / "job"
+    assert result["status"] == "completed"
+    budget = assert_closed_ledger(job)
+    assert budget["charged"] == 10 and budget["infrastructure_failures"] == 0
+    assert_store_consistent(job)
+    assert role_edges(job / "card.sqlite") == expected_role_edges("gpqa")
+    team = team_spec("gpqa").centralized(4)
+    assert_calls_seeded_and_decoded(job, {team.manager, team.workers[0].name, "selector"})
+    assert_rollouts_are_autogen_runs(job, "gpqa")
+    assert any(r["phase"] == "optimize" for r in records(job))
+
+
+@pytest.mark.parametrize("task", ["gpqa", "bfcl"])
+def test_same_rollouts_as_native_apart_from_the_selector(tmp_path: Path, task: str) -> None:
+    """Same rollout seeds through the Runner: the AutoGen run calls the same roles in the same read structure
+    with the same request seeds and system prompts as native centralized, plus the selector's call, and gives
+    the same final answers."""
+    if task == "gpqa":
+        bench, server = small_bench(), start_sim(small_bench())
+        model = "test-model"
+    else:
+        from benchmarks.registry import get_benchmark
+        bench, server = get_benchmark("bfcl"), SimServer(build_policy(["bfcl"]))
+        server.start()
+        model = "simulated-policy"
+    try:
+        rows = bench.load_rows(list(bench.splits().validation[:3]))
+        batch = specs(bench, rows, task)
+        got = {fw: execute(server.base_url, tmp_path / f"{fw}.sqlite", bench, fw, batch, model=model)
+               for fw in ("native", "autogen")}
+    finally:
+        server.stop()
+    assert [r.final_output.text for r in got["autogen"]] == [r.final_output.text for r in got["native"]]
+    assert [r.score for r in got["autogen"]] == [r.score for r in got["native"]]
+    short = {fw: turns(tmp_path / f"{fw}.sqlite") for fw in got}
+    native_nodes = sorted(short["native"][0].values())
+    autogen_nodes = sorted(v for v in short["autogen"][0].values() if not v.startswith("selector."))
+    assert autogen_nodes == native_nodes and len(short["autogen"][0]) == len(native_nodes) + len(rows)
+    assert role_edges(tmp_path / "autogen.sqlite") == role_edges(tmp_path / "native.sqlite") | {("manager", "selector")}
+    calls = {fw: [c for _, c in model_calls(tmp_path / f"{fw}.sqlite")] for fw in got}
+    def keyed(fw: str) -> dict[tuple[int, str, int], tuple[int, str]]:
+        return {(c["seed"], c["role"], c["turn"]): (c["seed"], c["request"]["messages"][0]["content"])
+                for c in calls[fw] if c["role"] != "selector"}
+    assert sorted(keyed("autogen").values()) == sorted(keyed("native").values())
+
+
+def test_faults_at_20_percent_through_the_gateway(tmp_path: Path) -> None:
+    """Every fault kind of the simulated endpoint, 20% of requests in all (a `slow` answer outlasts the 0.5 s read
+    timeout): the job completes, its ledger closed and its card consistent."""
+    plan = FaultPlan(rates={k: 0.2 / len(FAULT_KINDS) for k in FAULT_KINDS}, seed=13, slow_s=1.0)
+    server = start_sim(small_bench(), faults=plan)
+    try:
+        result = run(tmp_path / "job", server.base_url, small_bench(), cell=GPQA_CELL, method="gepa", budget=10,
+                     timeout=0.5)
+        counts = server.fault_counts()
+    finally:
+        server.stop()
+    job = tmp_path / "job"
+    assert result["status"] == "completed"
+    budget = assert_closed_ledger(job)
+    assert_store_consistent(job)
+    assert sum(counts.values()) > 10 and len([k for k, n in counts.items() if n]) >= 5, counts
+    assert budget["infrastructure_failures"] > 0  # a fault failed the attempt through the gateway; it was retried
+    retried = [r for r in records(job) if r["attempts"] > 1 and r["final_output"] is not None]
+    assert retried and all(r["final_output"]["metadata"]["framework"] == "autogen" for r in retried)
