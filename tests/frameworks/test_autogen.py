@@ -8,6 +8,12 @@ selector (a recorded call of role `selector`) picks the worker the manager's del
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -18,13 +24,17 @@ from engine.sim.faults import FAULT_KINDS, FaultPlan
 from engine.sim.server import SimServer
 from tests.conftest import start_sim
 from tests.engine.faults.matrix import assert_closed_ledger, assert_store_consistent, small_bench
-from tests.engine.jobutil import run
+from tests.engine.jobutil import run, stored_sim_keys
 from tests.frameworks import auto_job
 from tests.frameworks.auto_card import decoding_for, model_calls, records, rollout_of
 from tests.frameworks.auto_runner import execute, role_edges, specs, turns
+from tests.optimizers.test_resume import artifacts
 from topologies.teams import team_spec
 
 GPQA_CELL = "task=gpqa,topology=centralized,framework=autogen"
+ROOT = Path(__file__).resolve().parents[2]
+RESUME_BUDGET = 40
+KILL_AFTER = 60  # simulated-endpoint requests: past the 16 of the baseline validation, inside the optimize phase
 
 
 def expected_role_edges(task: str) -> set[tuple[str, str]]:
@@ -155,3 +165,48 @@ def test_faults_at_20_percent_through_the_gateway(tmp_path: Path) -> None:
     assert budget["infrastructure_failures"] > 0  # a fault failed the attempt through the gateway; it was retried
     retried = [r for r in records(job) if r["attempts"] > 1 and r["final_output"] is not None]
     assert retried and all(r["final_output"]["metadata"]["framework"] == "autogen" for r in retried)
+
+
+def job_cmd(out: Path, url: str) -> list[str]:
+    return [sys.executable, "-m", "tests.frameworks.auto_job", str(out), url, "gepa", str(RESUME_BUDGET)]
+
+
+def test_kill9_mid_optimization_then_rerun_equals_uninterrupted(tmp_path: Path) -> None:
+    """kill -9 inside the optimize phase, re-run: the same artifacts as an uninterrupted run, and no model call
+    recorded before the kill (agents' and selector's through the gateway, reflection) is sent again."""
+    reference = start_sim(small_bench(), delay_s=0.002)
+    try:
+        done = subprocess.run(job_cmd(tmp_path / "ref", reference.base_url), cwd=ROOT, capture_output=True,
+                              text=True, timeout=240)
+        assert done.returncode == 0, done.stderr[-3000:]
+        uninterrupted = Counter(e["key"] for e in reference.log)
+    finally:
+        reference.stop()
+    server = start_sim(small_bench(), delay_s=0.002)
+    try:
+        out = tmp_path / "killed"
+        proc = subprocess.Popen(job_cmd(out, server.base_url), cwd=ROOT, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 120
+        while len(server.log) < KILL_AFTER and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.001)
+        assert proc.poll() is None, "the job finished before it could be killed"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        assert (out / "card.sqlite").exists() and not (out / "optimization.json").exists()
+        recorded_before_kill = stored_sim_keys(out / "card.sqlite")
+        n_before = len(server.log)
+        again = subprocess.run(job_cmd(out, server.base_url), cwd=ROOT, capture_output=True, text=True,
+                               timeout=240)
+        assert again.returncode == 0, again.stderr[-3000:]
+        log = server.log
+    finally:
+        server.stop()
+    assert artifacts(out) == artifacts(tmp_path / "ref")
+    assert recorded_before_kill, "some calls were recorded before the kill"
+    assert {e["key"] for e in log[n_before:]} & recorded_before_kill == set(), "a recorded call was sent again"
+    # a selector's request holds no prompt of the bundle: two candidates' rollouts of a row may send the same one,
+    # in the uninterrupted run too; beyond those, only the calls in flight at the kill were sent twice
+    extra = Counter(e["key"] for e in log) - uninterrupted
+    assert sum(extra.values()) <= 2 * auto_job.CONCURRENCY
+    assert "speaker" in {e["kind"] for e in log[:n_before]}  # the selector's calls were among those recorded
