@@ -3,8 +3,10 @@
 One `autogen_agentchat` AssistantAgent per role of the team spec (manager + workers), each with the system prompt
 the native centralized topology builds for that role (contract, the manager's extension, communication format),
 in a SelectorGroupChat: a selector function gives the manager the first turn and every turn after a worker; after
-a manager turn it returns None and AutoGen's model-based selector picks the next speaker. The selector's model
-client has its own gateway route (role `selector`, member 0): a recorded model call, not a prompt role.
+a manager turn it returns None and AutoGen's model-based selector picks the next speaker among all agents
+(allow_repeated_speaker: AutoGen would otherwise bar the worker it picked last, so a manager could not delegate to
+the same worker twice in a row; the manager may go on after its own tool call). The selector's model client has
+its own gateway route (role `selector`, member 0): a recorded model call, not a prompt role.
 Termination: TextMentionTermination("TERMINATE", sources=[manager]) | MaxMessageTermination(turn cap); AutoGen
 counts the task message, as its reference setup does.
 
@@ -214,7 +216,7 @@ class AutogenCentralized:
             agents = self._agents(bundle, bench, team, comm, native, gw, results, http)
             chat = SelectorGroupChat(list[ChatAgent | Team](agents), model_client=_client(gw.agent(SELECTOR, 0), http),
                                      termination_condition=termination, selector_func=conversation.select,
-                                     allow_repeated_speaker=False)
+                                     allow_repeated_speaker=True)
             result = await chat.run(task=bench.render_task(row))
         assert isinstance(result, TaskResult)
         said = [m for m in result.messages if isinstance(m, BaseChatMessage) and m.source != "user"]

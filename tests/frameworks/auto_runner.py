@@ -77,3 +77,19 @@ def model_calls(db: Path) -> list[dict[str, Any]]:
     finally:
         conn.close()
     return [json.loads(p) for (p,) in rows]
+
+
+def tool_events(db: Path) -> list[tuple[str, str, str, str]]:
+    """(rollout, 'role.member/tturn' of the model call, event type, tool name + args or result), sorted."""
+    conn = sqlite3.connect(str(db))
+    try:
+        rows = conn.execute("SELECT node_id, event_type, payload FROM events "
+                            "WHERE event_type IN ('tool_call', 'tool_result')").fetchall()
+    finally:
+        conn.close()
+    found = []
+    for node, kind, payload in rows:
+        data = json.loads(payload)
+        what = json.dumps(data.get("args") if kind == "tool_call" else data.get("content"), sort_keys=True)
+        found.append((node.split("/")[1], "/".join(node.split("/")[-2:]), kind, f"{data['tool_name']} {what}"))
+    return sorted(found)

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.registry import get_benchmark
+from core.benchmark import Benchmark
 from core.seeds import call_seed
 from engine.sim.build import build_policy
 from engine.sim.faults import FAULT_KINDS, FaultPlan
@@ -27,7 +29,8 @@ from tests.engine.faults.matrix import assert_closed_ledger, assert_store_consis
 from tests.engine.jobutil import run, stored_sim_keys
 from tests.frameworks import auto_job
 from tests.frameworks.auto_card import decoding_for, model_calls, records, rollout_of
-from tests.frameworks.auto_runner import execute, role_edges, specs, turns
+from tests.frameworks.auto_runner import execute, role_edges, specs, tool_events, turns
+from tests.frameworks.auto_tools import add_bench, start_add_sim
 from tests.optimizers.test_resume import artifacts
 from topologies.teams import team_spec
 
@@ -112,19 +115,24 @@ def test_gepa_job_on_autogen_closes_its_ledger(tmp_path: Path) -> None:
     assert any(r["phase"] == "optimize" for r in records(job))
 
 
-@pytest.mark.parametrize("task", ["gpqa", "bfcl"])
+def _parity_setup(task: str) -> tuple[Benchmark, SimServer, str]:
+    if task == "gpqa":
+        return small_bench(), start_sim(small_bench()), "test-model"
+    if task == "gpqa+tools":
+        return add_bench(), start_add_sim(), "test-model"
+    bench = get_benchmark("bfcl")
+    server = SimServer(build_policy(["bfcl"]))
+    server.start()
+    return bench, server, "simulated-policy"
+
+
+@pytest.mark.parametrize("task", ["gpqa", "gpqa+tools", "bfcl"])
 def test_same_rollouts_as_native_apart_from_the_selector(tmp_path: Path, task: str) -> None:
     """Same rollout seeds through the Runner: the AutoGen run calls the same roles in the same read structure
-    with the same request seeds and system prompts as native centralized, plus the selector's call, and gives
-    the same final answers."""
-    if task == "gpqa":
-        bench, server = small_bench(), start_sim(small_bench())
-        model = "test-model"
-    else:
-        from benchmarks.registry import get_benchmark
-        bench, server = get_benchmark("bfcl"), SimServer(build_policy(["bfcl"]))
-        server.start()
-        model = "simulated-policy"
+    with the same request seeds and system prompts as native centralized, plus the selector's call, runs the
+    same tool calls (gpqa+tools: the delegated worker calls `add` once, recorded against its first call), and
+    gives the same final answers."""
+    bench, server, model = _parity_setup(task)
     try:
         rows = bench.load_rows(list(bench.splits().validation[:3]))
         batch = specs(bench, rows, task)
@@ -132,6 +140,7 @@ def test_same_rollouts_as_native_apart_from_the_selector(tmp_path: Path, task: s
                for fw in ("native", "autogen")}
     finally:
         server.stop()
+    assert all(r.status.usable for r in got["autogen"])
     assert [r.final_output.text for r in got["autogen"]] == [r.final_output.text for r in got["native"]]
     assert [r.score for r in got["autogen"]] == [r.score for r in got["native"]]
     short = {fw: turns(tmp_path / f"{fw}.sqlite") for fw in got}
@@ -140,10 +149,19 @@ def test_same_rollouts_as_native_apart_from_the_selector(tmp_path: Path, task: s
     assert autogen_nodes == native_nodes and len(short["autogen"][0]) == len(native_nodes) + len(rows)
     assert role_edges(tmp_path / "autogen.sqlite") == role_edges(tmp_path / "native.sqlite") | {("manager", "selector")}
     calls = {fw: [c for _, c in model_calls(tmp_path / f"{fw}.sqlite")] for fw in got}
-    def keyed(fw: str) -> dict[tuple[int, str, int], tuple[int, str]]:
-        return {(c["seed"], c["role"], c["turn"]): (c["seed"], c["request"]["messages"][0]["content"])
-                for c in calls[fw] if c["role"] != "selector"}
-    assert sorted(keyed("autogen").values()) == sorted(keyed("native").values())
+
+    def keyed(fw: str) -> list[tuple[int, str, int, str]]:
+        return sorted((c["seed"], c["role"], c["turn"], c["request"]["messages"][0]["content"])
+                      for c in calls[fw] if c["role"] != "selector")
+    assert keyed("autogen") == keyed("native")
+    tools = {fw: tool_events(tmp_path / f"{fw}.sqlite") for fw in got}
+    assert tools["autogen"] == tools["native"]
+    if task == "gpqa+tools":
+        worker = team_spec("gpqa").centralized(4).workers[0].name
+        assert [e[1:] for e in tools["autogen"]][:2] == [(f"{worker}.0/t0", "tool_call", 'add {"a": 2, "b": 3}'),
+                                                       (f"{worker}.0/t0", "tool_result", 'add "5"')]
+        assert len(tools["autogen"]) == 2 * len(rows)
+        assert all(r.final_output.metadata["last_tool_result"] == "5" for r in got["autogen"])
 
 
 def test_faults_at_20_percent_through_the_gateway(tmp_path: Path) -> None:
