@@ -41,20 +41,30 @@ def add_bench() -> AddBench:
     return bench
 
 
-class AddPolicy(Policy):
-    """A worker offered `add` (and no delegate tools) calls it once, then reports ("Done.")."""
+class ScriptedPolicy(Policy):
+    """The simulated model, plus: a worker offered `add` (and no delegate tools) calls it once, then reports
+    ("Done."); a manager delegates to its first `delegations` offered workers in turn before it answers."""
+
+    def __init__(self, bench: FakeBench, delegations: int = 1) -> None:
+        super().__init__({"fake": (bench, policy_rows(bench))}, model_ids=("test-model",))
+        self.delegations = delegations
 
     def decide(self, body: Mapping[str, Any], match: Match | None | bool = False) -> Decision:
         names = offered_tool_names(body)
         messages = body.get("messages") or []
-        worker = "add" in names and not any(n.startswith("delegate_to_") for n in names)
-        if worker and messages and messages[-1].get("role") != "tool":
+        delegates = [n for n in names if n.startswith("delegate_to_")]
+        if "add" in names and not delegates and messages and messages[-1].get("role") != "tool":
             return Decision("tool_call", SimReply(content=None, tool_calls=(ADD_CALL,)))
+        done = sum(1 for m in messages if m.get("role") == "assistant" for c in (m.get("tool_calls") or [])
+                   if str(c.get("function", {}).get("name", "")).startswith("delegate_to_"))
+        if delegates and 0 < done < min(self.delegations, len(delegates)):
+            call = {"name": delegates[done], "arguments": {"task": f"Step {done + 1}: check and report back."}}
+            return Decision("delegate", SimReply(content=None, tool_calls=(call,)))
         return super().decide(body, match)
 
 
-def start_add_sim() -> SimServer:
-    server = SimServer(AddPolicy({"fake": (add_bench(), policy_rows(add_bench()))}, model_ids=("test-model",)))
+def start_scripted_sim(bench: FakeBench, delegations: int = 1) -> SimServer:
+    server = SimServer(ScriptedPolicy(bench, delegations))
     server.start()
     return server
 

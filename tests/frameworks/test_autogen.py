@@ -30,7 +30,7 @@ from tests.engine.jobutil import run, stored_sim_keys
 from tests.frameworks import auto_job
 from tests.frameworks.auto_card import decoding_for, model_calls, records, rollout_of
 from tests.frameworks.auto_runner import execute, role_edges, specs, tool_events, turns
-from tests.frameworks.auto_tools import add_bench, start_add_sim
+from tests.frameworks.auto_tools import add_bench, start_scripted_sim
 from tests.optimizers.test_resume import artifacts
 from topologies.teams import team_spec
 
@@ -119,19 +119,22 @@ def _parity_setup(task: str) -> tuple[Benchmark, SimServer, str]:
     if task == "gpqa":
         return small_bench(), start_sim(small_bench()), "test-model"
     if task == "gpqa+tools":
-        return add_bench(), start_add_sim(), "test-model"
+        return add_bench(), start_scripted_sim(add_bench()), "test-model"
+    if task == "gpqa+3 delegations":
+        return small_bench(), start_scripted_sim(small_bench(), delegations=3), "test-model"
     bench = get_benchmark("bfcl")
     server = SimServer(build_policy(["bfcl"]))
     server.start()
     return bench, server, "simulated-policy"
 
 
-@pytest.mark.parametrize("task", ["gpqa", "gpqa+tools", "bfcl"])
+@pytest.mark.parametrize("task", ["gpqa", "gpqa+tools", "gpqa+3 delegations", "bfcl"])
 def test_same_rollouts_as_native_apart_from_the_selector(tmp_path: Path, task: str) -> None:
     """Same rollout seeds through the Runner: the AutoGen run calls the same roles in the same read structure
     with the same request seeds and system prompts as native centralized, plus the selector's call, runs the
     same tool calls (gpqa+tools: the delegated worker calls `add` once, recorded against its first call), and
-    gives the same final answers."""
+    gives the same final answers. With three delegations, each worker reads the shared conversation so far (the
+    manager's turns and the earlier workers' reports) exactly as native's workers do."""
     bench, server, model = _parity_setup(task)
     try:
         rows = bench.load_rows(list(bench.splits().validation[:3]))
@@ -146,8 +149,12 @@ def test_same_rollouts_as_native_apart_from_the_selector(tmp_path: Path, task: s
     short = {fw: turns(tmp_path / f"{fw}.sqlite") for fw in got}
     native_nodes = sorted(short["native"][0].values())
     autogen_nodes = sorted(v for v in short["autogen"][0].values() if not v.startswith("selector."))
-    assert autogen_nodes == native_nodes and len(short["autogen"][0]) == len(native_nodes) + len(rows)
-    assert role_edges(tmp_path / "autogen.sqlite") == role_edges(tmp_path / "native.sqlite") | {("manager", "selector")}
+    selections = sum(r.final_output.metadata["selector_calls"] for r in got["autogen"])
+    assert autogen_nodes == native_nodes and len(short["autogen"][0]) == len(native_nodes) + selections >= len(rows)
+    assert {(a, b) for a, b in short["autogen"][1] if "/selector." not in a + b} == short["native"][1]  # node level
+    edges = role_edges(tmp_path / "autogen.sqlite")
+    assert {e for e in edges if "selector" not in e} == role_edges(tmp_path / "native.sqlite")
+    assert ("manager", "selector") in edges and not any(e[0] == "selector" for e in edges)  # nobody reads it
     calls = {fw: [c for _, c in model_calls(tmp_path / f"{fw}.sqlite")] for fw in got}
 
     def keyed(fw: str) -> list[tuple[int, str, int, str]]:
@@ -162,6 +169,13 @@ def test_same_rollouts_as_native_apart_from_the_selector(tmp_path: Path, task: s
                                                        (f"{worker}.0/t0", "tool_result", 'add "5"')]
         assert len(tools["autogen"]) == 2 * len(rows)
         assert all(r.final_output.metadata["last_tool_result"] == "5" for r in got["autogen"])
+    if task == "gpqa+3 delegations":
+        team = team_spec("gpqa").centralized(4)
+        names = [w.name for w in team.workers]
+        assert all(r.final_output.metadata["delegations"] == names for r in got["autogen"])
+        assert all(r.final_output.metadata["selector_calls"] == 3 for r in got["autogen"])
+        assert {(names[0], names[1]), (names[0], names[2]), (names[1], names[2])} <= edges  # the shared conversation
+        assert {(w, "selector") for w in names[:2]} <= edges
 
 
 def test_faults_at_20_percent_through_the_gateway(tmp_path: Path) -> None:
