@@ -178,6 +178,31 @@ def test_same_rollouts_as_native_apart_from_the_selector(tmp_path: Path, task: s
         assert {(w, "selector") for w in names[:2]} <= edges
 
 
+def test_report_round_datasets_run_the_native_report_round(tmp_path: Path) -> None:
+    """ToolHop / API-Bank centralized (team mode `report_round`): the AutoGen label runs the same code as native
+    (section 2.4): each worker once, tools executed, then the manager's one answer; identical records."""
+    bench = add_bench()
+    bench.name = "toolhop"  # type: ignore[misc]  # the toolhop team spec (report_round) applies
+    server = start_scripted_sim(bench)
+    try:
+        rows = bench.load_rows(list(bench.splits().validation[:2]))
+        batch = specs(bench, rows, "toolhop")
+        got = {fw: execute(server.base_url, tmp_path / f"{fw}.sqlite", bench, fw, batch)
+               for fw in ("native", "autogen")}
+    finally:
+        server.stop()
+    team = team_spec("toolhop").centralized(4)
+    for native, autogen in zip(got["native"], got["autogen"]):
+        assert autogen.status.usable and autogen.final_output.text == native.final_output.text
+        meta = autogen.final_output.metadata
+        assert meta["mode"] == "report_round" and meta["framework"] == "autogen"
+        assert {k: v for k, v in meta.items() if k != "framework"} == native.final_output.metadata
+    assert turns(tmp_path / "autogen.sqlite") == turns(tmp_path / "native.sqlite")
+    assert tool_events(tmp_path / "autogen.sqlite") == tool_events(tmp_path / "native.sqlite") != []
+    assert role_edges(tmp_path / "autogen.sqlite") == {(w.name, team.manager) for w in team.workers} | {
+        (w.name, w.name) for w in team.workers if w.tools}
+
+
 def test_faults_at_20_percent_through_the_gateway(tmp_path: Path) -> None:
     """Every fault kind of the simulated endpoint, 20% of requests in all (a `slow` answer outlasts the 0.5 s read
     timeout): the job completes, its ledger closed and its card consistent."""
