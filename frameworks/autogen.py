@@ -26,8 +26,10 @@ is the same code under another label.
 
 from __future__ import annotations
 
+import asyncio
 import os
 
+import anyio
 import httpx
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, cast
@@ -39,7 +41,7 @@ from autogen_agentchat.base import ChatAgent, TaskResult, Team  # noqa: E402
 from autogen_agentchat.conditions import MaxMessageTermination, TextMentionTermination  # noqa: E402
 from autogen_agentchat.messages import BaseAgentEvent, BaseChatMessage, ToolCallSummaryMessage  # noqa: E402
 from autogen_agentchat.teams import SelectorGroupChat  # noqa: E402
-from autogen_core import CancellationToken  # noqa: E402
+from autogen_core import CancellationToken, SingleThreadedAgentRuntime  # noqa: E402
 from autogen_core.models import ModelFamily, ModelInfo  # noqa: E402
 from autogen_core.tools import BaseTool, ToolSchema  # noqa: E402
 from autogen_ext.models.openai import OpenAIChatCompletionClient  # noqa: E402
@@ -142,6 +144,20 @@ class _Conversation:
         return None
 
 
+async def _stop(runtime: SingleThreadedAgentRuntime) -> None:
+    """End the group chat's in-flight handlers, then its runtime, so that nothing of a finished, failed or
+    cancelled attempt outlives it (AutoGen's own shutdown leaves them running when its caller is cancelled)."""
+    handlers = [t for t in getattr(runtime, "_background_tasks", ()) if not t.done()]  # AutoGen's handler tasks
+    for task in handlers:
+        task.cancel()
+    if handlers:
+        await asyncio.wait(handlers)
+    for task in handlers:  # retrieved: the attempt's outcome is already decided (and recorded by the gateway)
+        if not task.cancelled():
+            task.exception()
+    await runtime.stop()
+
+
 def _client(link: AgentLink, http: httpx.AsyncClient) -> OpenAIChatCompletionClient:
     shared: dict[str, Any] = {"http_client": http}  # passed on to openai.AsyncOpenAI (not in AutoGen's typed config)
     return OpenAIChatCompletionClient(model=link.model, base_url=link.base_url, api_key=link.api_key,
@@ -214,10 +230,16 @@ class AutogenCentralized:
         # one loopback HTTP client for the rollout's agents (no TLS: each default client loads the CA store)
         async with httpx.AsyncClient(verify=False, timeout=CLIENT_TIMEOUT_S) as http:
             agents = self._agents(bundle, bench, team, comm, native, gw, results, http)
+            runtime = SingleThreadedAgentRuntime()
             chat = SelectorGroupChat(list[ChatAgent | Team](agents), model_client=_client(gw.agent(SELECTOR, 0), http),
                                      termination_condition=termination, selector_func=conversation.select,
-                                     allow_repeated_speaker=True)
-            result = await chat.run(task=bench.render_task(row))
+                                     allow_repeated_speaker=True, runtime=runtime)
+            runtime.start()
+            try:
+                result = await chat.run(task=bench.render_task(row))
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await _stop(runtime)
         assert isinstance(result, TaskResult)
         said = [m for m in result.messages if isinstance(m, BaseChatMessage) and m.source != "user"]
         for message in said:  # what each turn handed to the conversation (a manager's delegation is no report)

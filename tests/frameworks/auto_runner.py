@@ -3,6 +3,7 @@ AutoGen, the recording gateway; read back the card's agent-turn nodes, read edge
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 from collections.abc import Sequence
@@ -35,21 +36,40 @@ def specs(bench: Benchmark, rows: Sequence[Row], tag: str) -> list[RolloutSpec]:
 
 def execute(url: str, db: Path, bench: Benchmark, framework: str, batch: list[RolloutSpec],
             concurrency: int = 4, model: str = "test-model") -> list[RolloutRecord]:
+    records, _ = anyio.run(_execute, url, db, bench, framework, batch, concurrency, model, None)
+    return records
+
+
+def execute_with_deadline(url: str, db: Path, bench: Benchmark, batch: list[RolloutSpec],
+                          attempt_timeout: float) -> tuple[list[RolloutRecord], list[str]]:
+    """AutoGen rollouts under an attempt deadline; the records and the AutoGen tasks still alive after the batch
+    (while the job's event loop and gateway still run)."""
+    return anyio.run(_execute, url, db, bench, "autogen", batch, 4, "test-model", attempt_timeout)
+
+
+async def _execute(url: str, db: Path, bench: Benchmark, framework: str, batch: list[RolloutSpec],
+                   concurrency: int, model: str,
+                   attempt_timeout: float | None) -> tuple[list[RolloutRecord], list[str]]:
     cell = parse_cell(f"task={bench.name},topology=centralized,framework={framework}")
+    async with AsyncExitStack() as stack:
+        pool = EndpointPool([Endpoint(url, model, capacity=concurrency, timeouts=Timeouts(read=30))])
+        stack.push_async_callback(pool.aclose)
+        store = await stack.enter_async_context(Store(db, run_id="r"))
+        gateway = await stack.enter_async_context(Gateway()) if framework != "native" else None
+        await store.add_node(node_id="run", parent_id=None, instance_key="r", task_key="job", status="running",
+                             worker_key=None, level=0, actor="t")
+        runner = Runner(store=store, pool=pool, bench=bench, topology=build_topology(cell, 1), run_node="run",
+                        retry=RetryPolicy(base_delay=0.0), concurrency=concurrency, gateway=gateway,
+                        attempt_timeout=attempt_timeout)
+        records = await runner.run_batch(batch, DECODING)
+        await anyio.sleep(0.2)  # a leaked handler would still be running (or sending) now
+        alive = [t.get_name() for t in asyncio.all_tasks() if "autogen" in _source_of(t)]
+        return records, alive
 
-    async def main() -> list[RolloutRecord]:
-        async with AsyncExitStack() as stack:
-            pool = EndpointPool([Endpoint(url, model, capacity=concurrency, timeouts=Timeouts(read=30))])
-            stack.push_async_callback(pool.aclose)
-            store = await stack.enter_async_context(Store(db, run_id="r"))
-            gateway = await stack.enter_async_context(Gateway()) if framework != "native" else None
-            await store.add_node(node_id="run", parent_id=None, instance_key="r", task_key="job", status="running",
-                                 worker_key=None, level=0, actor="t")
-            runner = Runner(store=store, pool=pool, bench=bench, topology=build_topology(cell, 1), run_node="run",
-                            retry=RetryPolicy(base_delay=0.0), concurrency=concurrency, gateway=gateway)
-            return await runner.run_batch(batch, DECODING)
 
-    return anyio.run(main)
+def _source_of(task: asyncio.Task[Any]) -> str:
+    code = getattr(task.get_coro(), "cr_code", None)
+    return code.co_filename if code is not None else ""
 
 
 def turns(db: Path) -> tuple[dict[str, str], set[tuple[str, str]]]:

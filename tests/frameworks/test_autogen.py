@@ -29,7 +29,7 @@ from tests.engine.faults.matrix import assert_closed_ledger, assert_store_consis
 from tests.engine.jobutil import run, stored_sim_keys
 from tests.frameworks import auto_job
 from tests.frameworks.auto_card import decoding_for, model_calls, records, rollout_of
-from tests.frameworks.auto_runner import execute, role_edges, specs, tool_events, turns
+from tests.frameworks.auto_runner import execute, execute_with_deadline, role_edges, specs, tool_events, turns
 from tests.frameworks.auto_tools import add_bench, start_scripted_sim
 from tests.optimizers.test_resume import artifacts
 from topologies.teams import team_spec
@@ -201,6 +201,24 @@ def test_report_round_datasets_run_the_native_report_round(tmp_path: Path) -> No
     assert tool_events(tmp_path / "autogen.sqlite") == tool_events(tmp_path / "native.sqlite") != []
     assert role_edges(tmp_path / "autogen.sqlite") == {(w.name, team.manager) for w in team.workers} | {
         (w.name, w.name) for w in team.workers if w.tools}
+
+
+def test_attempt_deadline_cancels_the_group_chat_and_leaves_nothing_running(tmp_path: Path) -> None:
+    """A rollout attempt past its deadline is cancelled inside AutoGen's group chat: the attempt ends as a timeout
+    (an infrastructure failure, retried), no AutoGen task outlives it and nothing is sent afterwards."""
+    bench = small_bench()
+    server = start_sim(bench, delay_s=0.3)  # 4 calls of 0.3 s: past a 0.5 s attempt deadline
+    try:
+        batch = specs(bench, bench.load_rows(list(bench.splits().validation[:2])), "deadline")
+        got, alive = execute_with_deadline(server.base_url, tmp_path / "card.sqlite", bench, batch, 0.5)
+        sent_after = len(server.log)
+        time.sleep(0.5)
+        assert len(server.log) == sent_after
+    finally:
+        server.stop()
+    assert [(r.status.value, r.error_kind) for r in got] == [("infrastructure_failure", "timeout")] * 2
+    assert all(r.attempts > 1 for r in got)
+    assert alive == []
 
 
 def test_faults_at_20_percent_through_the_gateway(tmp_path: Path) -> None:
