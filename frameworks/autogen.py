@@ -131,7 +131,7 @@ class _Conversation:
         manager = self.team.manager
         spoken = [m.source for m in thread if isinstance(m, BaseChatMessage) and m.source != "user"]
         for speaker in spoken[len(self.speakers):]:
-            self.shared.append(self.gw.nodes(speaker)[-1])
+            self.shared += self.gw.nodes(speaker)[-1:]  # the call that produced the message
         self.speakers = spoken
         if not spoken:
             return manager
