@@ -115,6 +115,13 @@ def test_gepa_job_on_autogen_closes_its_ledger(tmp_path: Path) -> None:
     assert any(r["phase"] == "optimize" for r in records(job))
 
 
+def test_roles_are_the_native_topologys() -> None:
+    from frameworks.autogen import AutogenCentralized
+    from topologies.centralized import Centralized
+    for task in ("gpqa", "math", "hotpotqa", "lcb", "apps", "bfcl", "swe", "toolhop", "apibank"):
+        assert AutogenCentralized().roles(task, 4) == Centralized().roles(task, 4)
+
+
 def _parity_setup(task: str) -> tuple[Benchmark, SimServer, str]:
     if task == "gpqa":
         return small_bench(), start_sim(small_bench()), "test-model"
@@ -285,3 +292,5 @@ def test_kill9_mid_optimization_then_rerun_equals_uninterrupted(tmp_path: Path) 
     extra = Counter(e["key"] for e in log) - uninterrupted
     assert sum(extra.values()) <= 2 * auto_job.CONCURRENCY
     assert "speaker" in {e["kind"] for e in log[:n_before]}  # the selector's calls were among those recorded
+    replays = [c for _, c in model_calls(out / "card.sqlite") if c.get("replayed_from")]
+    assert not any("replay_mismatch" in c for c in replays)  # AutoGen re-sent exactly what it had sent
