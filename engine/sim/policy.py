@@ -14,6 +14,8 @@ A `Policy` is built from a mapping dataset-name -> (Benchmark, rows with gold). 
    before any delegation in the conversation, delegate once to the first offered worker; afterwards answer as
    rule 5 does and end the message with TERMINATE. (A centralized rollout then costs 2 manager calls + 1 worker
    turn instead of running to its turn cap.)
+2a. **Speaker selection** (AutoGen's selector prompt, "select the next role from [...]"): the candidate the
+   latest message names first, else the one named last in the conversation, else the first (engine/sim/speaker.py).
 2b. **After a tool result** (last message has role "tool"): reply "Done." with no tool calls.
 3. **No matching task**: reply "SIMULATED: no matching task" (HTTP 200). A row matches when its rendered task
    equals a user message's content (exact lookup), else when it is contained in a user message (multi-agent stage
@@ -52,6 +54,7 @@ from engine.sim.faults import request_key
 from engine.sim.judge import SimJudge, judge_kind
 from engine.sim.request_text import (all_text, message_text, mode_draw, offered_tool_names, offers_tools,
                                      reply_rng, request_seed_of, system_prompt_of)
+from engine.sim.speaker import speaker_choice
 
 CONTRACT_MARKER = "PROTECTED FINAL OUTPUT CONTRACT"
 DEFAULT_REFLECTION_MODEL = SIMULATED_REFLECTION_MODEL_ID
@@ -186,6 +189,9 @@ class Policy:
         judged = all_text(messages)
         if judge_kind(judged) is not None:
             return Decision("judge", SimReply(content=self.judge.reply(judged)))
+        speaker = speaker_choice(messages)
+        if speaker is not None:
+            return Decision("speaker", SimReply(content=speaker))
         delegates = [name for name in offered_tool_names(body) if name.startswith("delegate_to_")]
         if delegates:
             found = self.lookup(messages) if match is False else match
