@@ -2,27 +2,40 @@
 
     python bench/optimizer.py [--method gepa|mipro|mapro|maspo|all] [--delay-ms 50] [--concurrency 64]
                               [--cell task=bfcl,topology=sequential,team_size=4] [--keep DIR] [--tracemalloc]
+                              [--sim-in-process]
 
 Prints figures only (asserts nothing about time), per method: wall time of the optimize phase and of the whole job;
 the endpoint-bound floor measured in the same run, i.e. the time an engine with zero overhead would need for the
 same sequence of endpoint work (each rollout batch: max(longest rollout in requests, ceil(requests / capacity))
-request delays; each concurrent group of judge / probe calls: ceil(calls / min(its limit, capacity)) delays per
-call it chains; each other live request — reflection, proposals — one delay) and the ratio optimize wall / floor
-(target <= 1.3); the share of optimize wall time with at least one endpoint request outstanding; the time-averaged
-number of rollouts and of requests in flight; and peak memory (the process's max RSS; with --tracemalloc also the
-peak of Python allocations). The simulated server runs on a thread of this process (its CPU counts as engine time).
+request delays; each concurrent group of judge / probe calls: the longest-processing-time-first schedule of its
+thunks' chains of live requests on min(its limit, capacity) slots, in delays -- a thunk answered from the store
+chains no request; each other live request -- reflection, proposals -- one delay) and the ratio optimize wall /
+floor (target <= 1.3); the share of optimize wall time with at least one endpoint request outstanding; the
+time-averaged number of rollouts and of requests in flight; and peak memory (the process's max RSS; with
+--tracemalloc also the peak of Python allocations).
+
+The endpoint: the labelled simulated endpoint (`python -m engine serve-sim`, task and reflection model) in a process
+of its own, as a real endpoint is (a vLLM server is another process on other hardware): its request handling is the
+endpoint's service time, which the floor does not count, so on a thread of this process it would be charged to the
+engine through the GIL. `--sim-in-process` runs it on a thread of this process instead (the job's built-in
+simulated endpoint; its CPU then counts as engine time). Both give the same job results.
 Data: the real BFCL split (bfcl-eval package data: 150 train / 50 validation / 100 test).
 """
 
 from __future__ import annotations
 
 import argparse
-import math
+import contextvars
+import heapq
+import os
 import resource
+import subprocess
 import sys
 import tempfile
 import time
 import tracemalloc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -41,8 +54,22 @@ import engine.job.run_job as job_module  # noqa: E402
 from engine.job.context import JobContext  # noqa: E402
 from engine.job.run_job import run_job  # noqa: E402
 from engine.runner import RetryPolicy, Runner  # noqa: E402
+from core.cell import parse_cell  # noqa: E402
+from core.vocabulary import SIMULATED_REFLECTION_MODEL_ID, SIMULATED_TASK_MODEL_ID  # noqa: E402
 
 METHODS = ("gepa", "mipro", "mapro", "maspo")
+ROOT = Path(__file__).resolve().parents[1]
+# the live-request chain of the group thunk the current task runs in: (chains of its group, thunk index)
+THUNK: contextvars.ContextVar[tuple[list[int], int] | None] = contextvars.ContextVar("bench_thunk", default=None)
+
+
+def lpt_makespan(chains: list[int], slots: int) -> int:
+    """Makespan of the chains scheduled longest first, each on the least loaded of `slots` slots (exact for chains
+    of equal length; within 4/3 of the optimum otherwise)."""
+    loads = [0] * max(1, slots)
+    for chain in sorted((c for c in chains if c), reverse=True):
+        heapq.heapreplace(loads, loads[0] + chain)
+    return max(loads)
 
 
 class InFlight:
@@ -83,7 +110,7 @@ class Floor:
         self.delay, self.capacity = delay, capacity
         self.seconds, self.batches, self.groups, self.singles = 0.0, 0, 0, 0
         self.in_batch = 0
-        self.group_calls: int | None = None
+        self.group_chains: list[int] | None = None
 
     def batch_started(self) -> None:
         if self.in_batch == 0:
@@ -96,25 +123,31 @@ class Floor:
         self.pending += [r.usage.n_llm_calls for r in records if not r.replayed and not r.budget_exhausted]
         if self.in_batch == 0 and self.pending:
             self.batches += 1
-            self.seconds += self.delay * max(max(self.pending), math.ceil(sum(self.pending) / self.capacity))
+            self.seconds += self.delay * max(max(self.pending), -(-sum(self.pending) // self.capacity))
 
-    def group(self, n: int, limit: int, calls: int) -> None:
-        if n and calls:
-            self.groups += 1
-            self.seconds += self.delay * math.ceil(n / min(limit, self.capacity)) * math.ceil(calls / n)
-
-    def group_started(self) -> bool:
+    def group_started(self, n: int) -> list[int] | None:
         """A group opened outside batches and other groups is accounted as a group (else inside its parent)."""
-        if self.in_batch or self.group_calls is not None:
-            return False
-        self.group_calls = 0
-        return True
+        if self.in_batch or self.group_chains is not None:
+            return None
+        self.group_chains = [0] * n
+        return self.group_chains
+
+    def group_done(self, limit: int) -> None:
+        assert self.group_chains is not None
+        if any(self.group_chains):
+            self.groups += 1
+            self.seconds += self.delay * lpt_makespan(self.group_chains, min(limit, self.capacity))
+        self.group_chains = None
 
     def request(self) -> None:
         if self.in_batch:
             return  # part of a rollout batch, or of a judge group overlapping one (counted with the batch)
-        if self.group_calls is not None:
-            self.group_calls += 1
+        if self.group_chains is not None:
+            slot = THUNK.get()
+            if slot is not None and slot[0] is self.group_chains:
+                self.group_chains[slot[1]] += 1
+            else:
+                self.group_chains.append(1)  # a request of no thunk while the group runs: a chain of its own
             return
         self.singles += 1
         self.seconds += self.delay
@@ -142,15 +175,20 @@ def instrument(requests: InFlight, rollouts: InFlight, floor: Floor, phase: dict
             floor.batch_done(records)
         return records
 
+    def traced(chains: list[int], i: int, thunk: Any) -> Any:
+        async def run() -> Any:
+            THUNK.set((chains, i))  # in this thunk's task only (each task runs in a copy of the context)
+            return await thunk()
+        return run
+
     async def timed_gather(thunks: Any, limit: int) -> Any:
-        if not floor.group_started():
+        chains = floor.group_started(len(thunks))
+        if chains is None:
             return await gather(thunks, limit)
         try:
-            return await gather(thunks, limit)
+            return await gather([traced(chains, i, t) for i, t in enumerate(thunks)], limit)
         finally:
-            assert floor.group_calls is not None
-            floor.group(len(thunks), limit, floor.group_calls)
-            floor.group_calls = None
+            floor.group_done(limit)
 
     async def timed_rollout(self: Runner, *args: Any, **kwargs: Any) -> Any:
         rollouts.up()
@@ -177,15 +215,52 @@ def instrument(requests: InFlight, rollouts: InFlight, floor: Floor, phase: dict
     job_module.optimize = timed_optimize  # the optimize phase as run_job calls it
 
 
+@contextmanager
+def sim_process(task: str, delay_ms: float) -> Iterator[str]:
+    """`python -m engine serve-sim` on an ephemeral 127.0.0.1 port in a process of its own; yields its base URL."""
+    proc = subprocess.Popen([sys.executable, "-m", "engine", "serve-sim", "--port", "0", "--tasks", task,
+                             "--delay-ms", str(delay_ms)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        if not url.startswith("http://"):
+            raise SystemExit(f"bench: the simulated endpoint did not start (exit code {proc.poll()})")
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def job_config(method: str, args: argparse.Namespace, out: Path, url: str | None) -> JobConfig:
+    common: dict[str, Any] = {"cell": args.cell, "method": method, "seed": 0, "out": str(out), "budget": 600,
+                              "data_dir": None, "concurrency": args.concurrency, "quiet": True}
+    if url is None:  # the job's built-in simulated endpoint, on a thread of this process
+        cfg = build_config(task_endpoints=None, model_id=None, **common)
+    else:
+        cfg = build_config(task_endpoints=[url], model_id=SIMULATED_TASK_MODEL_ID, reflection_endpoint=url,
+                           reflection_model=SIMULATED_REFLECTION_MODEL_ID, **common)
+    return JobConfig(**{**cfg.__dict__, "retry": RetryPolicy(base_delay=0.0), "sim_delay_s": args.delay_ms / 1000})
+
+
+@contextmanager
+def endpoint_for(args: argparse.Namespace, task: str) -> Iterator[str | None]:
+    """The simulated endpoint's URL, or None for the job's built-in one (--sim-in-process)."""
+    if args.sim_in_process:
+        yield None
+    else:
+        with sim_process(task, args.delay_ms) as url:
+            yield url
+
+
 def bench_method(method: str, args: argparse.Namespace) -> None:
-    requests, rollouts, phase = InFlight(), InFlight(), {}
+    requests, rollouts = InFlight(), InFlight()
+    phase: dict[str, float] = {}
     floor = Floor(args.delay_ms / 1000, args.concurrency)
     instrument(requests, rollouts, floor, phase)
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, endpoint_for(args, parse_cell(args.cell).task) as url:
         out = Path(args.keep) / method if args.keep else Path(tmp) / "job"
-        cfg = build_config(cell=args.cell, method=method, seed=0, out=str(out), budget=600, task_endpoints=None,
-                           model_id=None, data_dir=None, concurrency=args.concurrency, quiet=True)
-        cfg = JobConfig(**{**cfg.__dict__, "retry": RetryPolicy(base_delay=0.0), "sim_delay_s": args.delay_ms / 1000})
+        cfg = job_config(method, args, out, url)
         if args.tracemalloc:
             tracemalloc.start()
         t0 = time.perf_counter()
@@ -198,7 +273,8 @@ def bench_method(method: str, args: argparse.Namespace) -> None:
     opt, wall = result["optimization"], phase["optimize"]
     usage = opt["usage"]
     calls = {k: usage.get(k, {}).get("model_calls", 0) for k in ("reflection", "judge", "probe")}
-    print(f"method={method} cell={args.cell} delay={args.delay_ms:.0f}ms concurrency={args.concurrency} "
+    where = "in-process thread" if args.sim_in_process else "own process"
+    print(f"method={method} cell={args.cell} delay={args.delay_ms:.0f}ms concurrency={args.concurrency} sim={where} "
           f"stop={opt['stop_reason']} charged={opt['budget']['charged']} uncharged calls={calls}")
     print(f"  wall: optimize {wall:.2f} s, whole job {total:.2f} s")
     ratio = f"{wall / floor.seconds:.2f}" if floor.seconds else "n/a (no delay)"
@@ -222,6 +298,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cell", default="task=bfcl,topology=sequential,team_size=4")
     p.add_argument("--concurrency", type=int, default=64)
     p.add_argument("--keep", help="directory to keep the job directories in (default: temporary ones)")
+    p.add_argument("--sim-in-process", action="store_true",
+                   help="run the simulated endpoint on a thread of this process (its CPU then counts as engine time)")
     p.add_argument("--tracemalloc", action="store_true",
                    help="also trace Python allocations (peak heap; slows the engine, so it skews the time shares)")
     args = p.parse_args(argv)
