@@ -6,13 +6,16 @@
 
 Prints figures only (asserts nothing about time), per method: wall time of the optimize phase and of the whole job;
 the endpoint-bound floor measured in the same run, i.e. the time an engine with zero overhead would need for the
-same sequence of endpoint work (each rollout batch: max(longest rollout in requests, ceil(requests / capacity))
-request delays; each concurrent group of judge / probe calls: the longest-processing-time-first schedule of its
-thunks' chains of live requests on min(its limit, capacity) slots, in delays -- a thunk answered from the store
-chains no request; each other live request -- reflection, proposals -- one delay) and the ratio optimize wall /
-floor (target <= 1.3); the share of optimize wall time with at least one endpoint request outstanding; the
-time-averaged number of rollouts and of requests in flight; and peak memory (the process's max RSS; with
---tracemalloc also the peak of Python allocations).
+same sequence of endpoint work, in request delays: each rollout batch, the longest-processing-time-first (LPT)
+schedule of its rollouts' chains of live requests (a rollout's calls are sequential) on `--concurrency` slots, since
+`--concurrency` bounds the rollouts in flight as well as the requests (for 150 rollouts of 4 calls on 64 slots:
+ceil(150 / 64) x 4 = 12 delays, not ceil(600 / 64) = 10, which would need more than 64 rollouts in flight); each
+concurrent group of judge / probe calls, the LPT schedule of its thunks' chains of live requests on min(its limit,
+capacity) slots (a thunk answered from the store chains no request); each other live request (reflection,
+proposals), one delay. LPT is exact for chains of equal length and within 4/3 of the optimum otherwise. Then the
+ratio optimize wall / floor (target <= 1.3); the share of optimize wall time with at least one endpoint request
+outstanding; the time-averaged number of rollouts and of requests in flight; and peak memory (the process's max RSS;
+with --tracemalloc also the peak of Python allocations).
 
 The endpoint: the labelled simulated endpoint (`python -m engine serve-sim`, task and reflection model) in a process
 of its own, as a real endpoint is (a vLLM server is another process on other hardware): its request handling is the
@@ -123,7 +126,7 @@ class Floor:
         self.pending += [r.usage.n_llm_calls for r in records if not r.replayed and not r.budget_exhausted]
         if self.in_batch == 0 and self.pending:
             self.batches += 1
-            self.seconds += self.delay * max(max(self.pending), -(-sum(self.pending) // self.capacity))
+            self.seconds += self.delay * lpt_makespan(self.pending, self.capacity)
 
     def group_started(self, n: int) -> list[int] | None:
         """A group opened outside batches and other groups is accounted as a group (else inside its parent)."""
