@@ -4,7 +4,8 @@
                               [--cell task=bfcl,topology=sequential,team_size=4] [--keep DIR] [--tracemalloc]
                               [--sim-in-process]
 
-Prints figures only (asserts nothing about time), per method: wall time of the optimize phase and of the whole job;
+Prints figures only (asserts nothing about time), per method: wall time of the optimize phase and of the whole job,
+and the CPU time this process spent during the optimize phase (less sensitive than wall time to other load);
 the endpoint-bound floor measured in the same run, i.e. the time an engine with zero overhead would need for the
 same sequence of endpoint work, in request delays: each rollout batch, the longest-processing-time-first (LPT)
 schedule of its rollouts' chains of live requests (a rollout's calls are sequential) on `--concurrency` slots, since
@@ -61,6 +62,8 @@ from bench.floor import THUNK, Floor, InFlight  # noqa: E402
 
 METHODS = ("gepa", "mipro", "mapro", "maspo")
 ROOT = Path(__file__).resolve().parents[1]
+
+
 def instrument(requests: InFlight, rollouts: InFlight, floor: Floor, phase: dict[str, float]) -> None:
     chat, rollout, optimize, run, gather = (Endpoint.chat, Runner._rollout, job_module.optimize, LedgerRunner._run,
                                            potentials.gather)
@@ -108,17 +111,18 @@ def instrument(requests: InFlight, rollouts: InFlight, floor: Floor, phase: dict
     async def timed_optimize(ctx: JobContext) -> Any:
         requests.start()
         rollouts.start()
-        t0 = time.perf_counter()
+        t0, cpu0 = time.perf_counter(), time.process_time()
         try:
             return await optimize(ctx)
         finally:
-            phase["optimize"] = time.perf_counter() - t0
+            phase["optimize"], phase["optimize_cpu"] = time.perf_counter() - t0, time.process_time() - cpu0
             requests.stop()
             rollouts.stop()
 
     Endpoint.chat = timed_chat  # type: ignore[method-assign]
     LedgerRunner._run = timed_run  # type: ignore[method-assign]
-    potentials.gather = credit.gather = maspo_method.gather = mapro_method.gather = timed_gather  # type: ignore[assignment]
+    potentials.gather = credit.gather = timed_gather  # type: ignore[assignment]
+    maspo_method.gather = mapro_method.gather = timed_gather  # type: ignore[assignment]
     Runner._rollout = timed_rollout  # type: ignore[method-assign]
     job_module.optimize = timed_optimize  # the optimize phase as run_job calls it
 
@@ -184,7 +188,9 @@ def bench_method(method: str, args: argparse.Namespace) -> None:
     where = "in-process thread" if args.sim_in_process else "own process"
     print(f"method={method} cell={args.cell} delay={args.delay_ms:.0f}ms concurrency={args.concurrency} sim={where} "
           f"stop={opt['stop_reason']} charged={opt['budget']['charged']} uncharged calls={calls}")
-    print(f"  wall: optimize {wall:.2f} s, whole job {total:.2f} s")
+    threads = "all its threads, the simulated endpoint's included" if args.sim_in_process else "all its threads"
+    print(f"  wall: optimize {wall:.2f} s, whole job {total:.2f} s; CPU of this process during optimize "
+          f"{phase['optimize_cpu']:.2f} s ({threads})")
     ratio = f"{wall / floor.seconds:.2f}" if floor.seconds else "n/a (no delay)"
     print(f"  endpoint-bound floor (same run): {floor.batches} rollout batches + {floor.groups} concurrent call groups "
           f"+ {floor.singles} single requests = {floor.seconds:.2f} s; optimize wall / floor = {ratio} "
@@ -196,7 +202,8 @@ def bench_method(method: str, args: argparse.Namespace) -> None:
           f"-> {sel['selected_candidate']}; test delta_pp {result['test']['delta_pp']}")
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     traced = f"tracemalloc peak {peak / 2**20:.1f} MiB, " if peak is not None else ""
-    print(f"  peak memory: {traced}max RSS {rss_mb:.1f} MiB (process so far, server thread included)")
+    server = "server thread included" if args.sim_in_process else "the endpoint's process not included"
+    print(f"  peak memory: {traced}max RSS {rss_mb:.1f} MiB (process so far, {server})")
 
 
 def main(argv: list[str] | None = None) -> int:
