@@ -22,7 +22,8 @@ The endpoint: the labelled simulated endpoint (`python -m engine serve-sim`, tas
 of its own, as a real endpoint is (a vLLM server is another process on other hardware): its request handling is the
 endpoint's service time, which the floor does not count, so on a thread of this process it would be charged to the
 engine through the GIL. `--sim-in-process` runs it on a thread of this process instead (the job's built-in
-simulated endpoint; its CPU then counts as engine time). Both give the same job results.
+simulated endpoint; its CPU then counts as engine time). Both give the same optimization, selection and test
+artifacts (job.json / result.json differ only in endpoint_kind and the non-conformance reason).
 Data: the real BFCL split (bfcl-eval package data: 150 train / 50 validation / 100 test).
 """
 
