@@ -2,27 +2,43 @@
 
     python bench/optimizer.py [--method gepa|mipro|mapro|maspo|all] [--delay-ms 50] [--concurrency 64]
                               [--cell task=bfcl,topology=sequential,team_size=4] [--keep DIR] [--tracemalloc]
+                              [--sim-in-process]
 
-Prints figures only (asserts nothing about time), per method: wall time of the optimize phase and of the whole job;
+Prints figures only (asserts nothing about time), per method: wall time of the optimize phase and of the whole job,
+and the CPU time this process spent during the optimize phase (less sensitive than wall time to other load);
 the endpoint-bound floor measured in the same run, i.e. the time an engine with zero overhead would need for the
-same sequence of endpoint work (each rollout batch: max(longest rollout in requests, ceil(requests / capacity))
-request delays; each concurrent group of judge / probe calls: ceil(calls / min(its limit, capacity)) delays per
-call it chains; each other live request — reflection, proposals — one delay) and the ratio optimize wall / floor
-(target <= 1.3); the share of optimize wall time with at least one endpoint request outstanding; the time-averaged
-number of rollouts and of requests in flight; and peak memory (the process's max RSS; with --tracemalloc also the
-peak of Python allocations). The simulated server runs on a thread of this process (its CPU counts as engine time).
+same sequence of endpoint work, in request delays: each rollout batch, the longest-processing-time-first (LPT)
+schedule of its rollouts' chains of live requests (a rollout's calls are sequential) on `--concurrency` slots, since
+`--concurrency` bounds the rollouts in flight as well as the requests (for 150 rollouts of 4 calls on 64 slots:
+ceil(150 / 64) x 4 = 12 delays, not ceil(600 / 64) = 10, which would need more than 64 rollouts in flight); each
+concurrent group of judge / probe calls, the LPT schedule of its thunks' chains of live requests on min(its limit,
+capacity) slots (a thunk answered from the store chains no request); each other live request (reflection,
+proposals), one delay. LPT is exact for chains of equal length and within 4/3 of the optimum otherwise. Then the
+ratio optimize wall / floor (target <= 1.3); the share of optimize wall time with at least one endpoint request
+outstanding; the time-averaged number of rollouts and of requests in flight; and peak memory (the process's max RSS;
+with --tracemalloc also the peak of Python allocations).
+
+The endpoint: the labelled simulated endpoint (`python -m engine serve-sim`, task and reflection model) in a process
+of its own, as a real endpoint is (a vLLM server is another process on other hardware): its request handling is the
+endpoint's service time, which the floor does not count, so on a thread of this process it would be charged to the
+engine through the GIL. `--sim-in-process` runs it on a thread of this process instead (the job's built-in
+simulated endpoint; its CPU then counts as engine time). Both give the same optimization, selection and test
+artifacts (job.json / result.json differ only in endpoint_kind and the non-conformance reason).
 Data: the real BFCL split (bfcl-eval package data: 150 train / 50 validation / 100 test).
 """
 
 from __future__ import annotations
 
 import argparse
-import math
+import os
 import resource
+import subprocess
 import sys
 import tempfile
 import time
 import tracemalloc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -41,83 +57,12 @@ import engine.job.run_job as job_module  # noqa: E402
 from engine.job.context import JobContext  # noqa: E402
 from engine.job.run_job import run_job  # noqa: E402
 from engine.runner import RetryPolicy, Runner  # noqa: E402
+from core.cell import parse_cell  # noqa: E402
+from core.vocabulary import SIMULATED_REFLECTION_MODEL_ID, SIMULATED_TASK_MODEL_ID  # noqa: E402
+from bench.floor import THUNK, Floor, InFlight  # noqa: E402
 
 METHODS = ("gepa", "mipro", "mapro", "maspo")
-
-
-class InFlight:
-    """Time-integral of a counter: average level and time spent above zero."""
-
-    def __init__(self) -> None:
-        self.level, self.last, self.area, self.busy, self.active = 0, time.perf_counter(), 0.0, 0.0, False
-
-    def _advance(self) -> None:
-        now = time.perf_counter()
-        if self.active:
-            dt = now - self.last
-            self.area += self.level * dt
-            if self.level > 0:
-                self.busy += dt
-        self.last = now
-
-    def start(self) -> None:
-        self.last, self.active, self.area, self.busy = time.perf_counter(), True, 0.0, 0.0
-
-    def stop(self) -> None:
-        self._advance()
-        self.active = False
-
-    def up(self) -> None:
-        self._advance()
-        self.level += 1
-
-    def down(self) -> None:
-        self._advance()
-        self.level -= 1
-
-
-class Floor:
-    """The endpoint-bound floor of the optimize phase, accumulated from the structure of the work."""
-
-    def __init__(self, delay: float, capacity: int):
-        self.delay, self.capacity = delay, capacity
-        self.seconds, self.batches, self.groups, self.singles = 0.0, 0, 0, 0
-        self.in_batch = 0
-        self.group_calls: int | None = None
-
-    def batch_started(self) -> None:
-        if self.in_batch == 0:
-            self.pending: list[int] = []
-        self.in_batch += 1
-
-    def batch_done(self, records: list[Any]) -> None:
-        """Batches that overlap in time (MASPO's concurrent offspring) count as one wave of their requests."""
-        self.in_batch -= 1
-        self.pending += [r.usage.n_llm_calls for r in records if not r.replayed and not r.budget_exhausted]
-        if self.in_batch == 0 and self.pending:
-            self.batches += 1
-            self.seconds += self.delay * max(max(self.pending), math.ceil(sum(self.pending) / self.capacity))
-
-    def group(self, n: int, limit: int, calls: int) -> None:
-        if n and calls:
-            self.groups += 1
-            self.seconds += self.delay * math.ceil(n / min(limit, self.capacity)) * math.ceil(calls / n)
-
-    def group_started(self) -> bool:
-        """A group opened outside batches and other groups is accounted as a group (else inside its parent)."""
-        if self.in_batch or self.group_calls is not None:
-            return False
-        self.group_calls = 0
-        return True
-
-    def request(self) -> None:
-        if self.in_batch:
-            return  # part of a rollout batch, or of a judge group overlapping one (counted with the batch)
-        if self.group_calls is not None:
-            self.group_calls += 1
-            return
-        self.singles += 1
-        self.seconds += self.delay
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def instrument(requests: InFlight, rollouts: InFlight, floor: Floor, phase: dict[str, float]) -> None:
@@ -142,15 +87,20 @@ def instrument(requests: InFlight, rollouts: InFlight, floor: Floor, phase: dict
             floor.batch_done(records)
         return records
 
+    def traced(chains: list[int], i: int, thunk: Any) -> Any:
+        async def run() -> Any:
+            THUNK.set((chains, i))  # in this thunk's task only (each task runs in a copy of the context)
+            return await thunk()
+        return run
+
     async def timed_gather(thunks: Any, limit: int) -> Any:
-        if not floor.group_started():
+        chains = floor.group_started(len(thunks))
+        if chains is None:
             return await gather(thunks, limit)
         try:
-            return await gather(thunks, limit)
+            return await gather([traced(chains, i, t) for i, t in enumerate(thunks)], limit)
         finally:
-            assert floor.group_calls is not None
-            floor.group(len(thunks), limit, floor.group_calls)
-            floor.group_calls = None
+            floor.group_done(limit)
 
     async def timed_rollout(self: Runner, *args: Any, **kwargs: Any) -> Any:
         rollouts.up()
@@ -162,30 +112,68 @@ def instrument(requests: InFlight, rollouts: InFlight, floor: Floor, phase: dict
     async def timed_optimize(ctx: JobContext) -> Any:
         requests.start()
         rollouts.start()
-        t0 = time.perf_counter()
+        t0, cpu0 = time.perf_counter(), time.process_time()
         try:
             return await optimize(ctx)
         finally:
-            phase["optimize"] = time.perf_counter() - t0
+            phase["optimize"], phase["optimize_cpu"] = time.perf_counter() - t0, time.process_time() - cpu0
             requests.stop()
             rollouts.stop()
 
     Endpoint.chat = timed_chat  # type: ignore[method-assign]
     LedgerRunner._run = timed_run  # type: ignore[method-assign]
-    potentials.gather = credit.gather = maspo_method.gather = mapro_method.gather = timed_gather  # type: ignore[assignment]
+    potentials.gather = credit.gather = timed_gather  # type: ignore[assignment]
+    maspo_method.gather = mapro_method.gather = timed_gather  # type: ignore[assignment]
     Runner._rollout = timed_rollout  # type: ignore[method-assign]
     job_module.optimize = timed_optimize  # the optimize phase as run_job calls it
 
 
+@contextmanager
+def sim_process(task: str, delay_ms: float) -> Iterator[str]:
+    """`python -m engine serve-sim` on an ephemeral 127.0.0.1 port in a process of its own; yields its base URL."""
+    proc = subprocess.Popen([sys.executable, "-m", "engine", "serve-sim", "--port", "0", "--tasks", task,
+                             "--delay-ms", str(delay_ms)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        if not url.startswith("http://"):
+            raise SystemExit(f"bench: the simulated endpoint did not start (exit code {proc.poll()})")
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def job_config(method: str, args: argparse.Namespace, out: Path, url: str | None) -> JobConfig:
+    common: dict[str, Any] = {"cell": args.cell, "method": method, "seed": 0, "out": str(out), "budget": 600,
+                              "data_dir": None, "concurrency": args.concurrency, "quiet": True}
+    if url is None:  # the job's built-in simulated endpoint, on a thread of this process
+        cfg = build_config(task_endpoints=None, model_id=None, **common)
+    else:
+        cfg = build_config(task_endpoints=[url], model_id=SIMULATED_TASK_MODEL_ID, reflection_endpoint=url,
+                           reflection_model=SIMULATED_REFLECTION_MODEL_ID, **common)
+    return JobConfig(**{**cfg.__dict__, "retry": RetryPolicy(base_delay=0.0), "sim_delay_s": args.delay_ms / 1000})
+
+
+@contextmanager
+def endpoint_for(args: argparse.Namespace, task: str) -> Iterator[str | None]:
+    """The simulated endpoint's URL, or None for the job's built-in one (--sim-in-process)."""
+    if args.sim_in_process:
+        yield None
+    else:
+        with sim_process(task, args.delay_ms) as url:
+            yield url
+
+
 def bench_method(method: str, args: argparse.Namespace) -> None:
-    requests, rollouts, phase = InFlight(), InFlight(), {}
+    requests, rollouts = InFlight(), InFlight()
+    phase: dict[str, float] = {}
     floor = Floor(args.delay_ms / 1000, args.concurrency)
     instrument(requests, rollouts, floor, phase)
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, endpoint_for(args, parse_cell(args.cell).task) as url:
         out = Path(args.keep) / method if args.keep else Path(tmp) / "job"
-        cfg = build_config(cell=args.cell, method=method, seed=0, out=str(out), budget=600, task_endpoints=None,
-                           model_id=None, data_dir=None, concurrency=args.concurrency, quiet=True)
-        cfg = JobConfig(**{**cfg.__dict__, "retry": RetryPolicy(base_delay=0.0), "sim_delay_s": args.delay_ms / 1000})
+        cfg = job_config(method, args, out, url)
         if args.tracemalloc:
             tracemalloc.start()
         t0 = time.perf_counter()
@@ -198,9 +186,12 @@ def bench_method(method: str, args: argparse.Namespace) -> None:
     opt, wall = result["optimization"], phase["optimize"]
     usage = opt["usage"]
     calls = {k: usage.get(k, {}).get("model_calls", 0) for k in ("reflection", "judge", "probe")}
-    print(f"method={method} cell={args.cell} delay={args.delay_ms:.0f}ms concurrency={args.concurrency} "
+    where = "in-process thread" if args.sim_in_process else "own process"
+    print(f"method={method} cell={args.cell} delay={args.delay_ms:.0f}ms concurrency={args.concurrency} sim={where} "
           f"stop={opt['stop_reason']} charged={opt['budget']['charged']} uncharged calls={calls}")
-    print(f"  wall: optimize {wall:.2f} s, whole job {total:.2f} s")
+    threads = "all its threads, the simulated endpoint's included" if args.sim_in_process else "all its threads"
+    print(f"  wall: optimize {wall:.2f} s, whole job {total:.2f} s; CPU of this process during optimize "
+          f"{phase['optimize_cpu']:.2f} s ({threads})")
     ratio = f"{wall / floor.seconds:.2f}" if floor.seconds else "n/a (no delay)"
     print(f"  endpoint-bound floor (same run): {floor.batches} rollout batches + {floor.groups} concurrent call groups "
           f"+ {floor.singles} single requests = {floor.seconds:.2f} s; optimize wall / floor = {ratio} "
@@ -212,7 +203,8 @@ def bench_method(method: str, args: argparse.Namespace) -> None:
           f"-> {sel['selected_candidate']}; test delta_pp {result['test']['delta_pp']}")
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     traced = f"tracemalloc peak {peak / 2**20:.1f} MiB, " if peak is not None else ""
-    print(f"  peak memory: {traced}max RSS {rss_mb:.1f} MiB (process so far, server thread included)")
+    server = "server thread included" if args.sim_in_process else "the endpoint's process not included"
+    print(f"  peak memory: {traced}max RSS {rss_mb:.1f} MiB (process so far, {server})")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -222,6 +214,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cell", default="task=bfcl,topology=sequential,team_size=4")
     p.add_argument("--concurrency", type=int, default=64)
     p.add_argument("--keep", help="directory to keep the job directories in (default: temporary ones)")
+    p.add_argument("--sim-in-process", action="store_true",
+                   help="run the simulated endpoint on a thread of this process (its CPU then counts as engine time)")
     p.add_argument("--tracemalloc", action="store_true",
                    help="also trace Python allocations (peak heap; slows the engine, so it skews the time shares)")
     args = p.parse_args(argv)

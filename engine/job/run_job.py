@@ -23,6 +23,7 @@ from core.models import PromptBundle, RolloutRecord
 from core.optimizer import Optimizer
 from core.protocol import REFLECTION_TIMEOUT_S
 from engine.chat.endpoint import EndpointPool
+from engine.heap import long_lived_heap_frozen
 from engine.job.artifacts import read_artifact
 from engine.job.benchmark_setup import configure_benchmark, tool_environment
 from engine.job.config import DEFAULT_REFLECTION_URL, JobConfig
@@ -140,7 +141,8 @@ async def run_job(cfg: JobConfig, bench: Benchmark | None = None, *, shared_pool
         if reflection is not None:
             _bind_model_clients(ctx, reflection, pool)
         try:
-            result = await run_phases(ctx)
+            with long_lived_heap_frozen():  # setup's heap (data, schemas, modules) out of the collector's passes
+                result = await run_phases(ctx)
         except BaseException as exc:
             try:  # nodes in flight end cancelled: a failed run leaves none running
                 with anyio.fail_after(30, shield=True):

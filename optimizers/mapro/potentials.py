@@ -78,24 +78,30 @@ class Potentials:
         prompt = node_judge_prompt(role, self.graph.describe(role), candidate, transcript, probe)
         return await self._score(prompt, "mapro.node", key)
 
+    async def _edge(self, sender: str, receiver: str, sent: str, received: str, texts: Sequence[str]) -> int:
+        key = f"edge={sender}>{receiver}|pair={sha256_hex(sent)[:16]}:{sha256_hex(received)[:16]}"
+        return await self._score(edge_judge_prompt(sender, receiver, sent, received, list(texts)), "mapro.edge", key)
+
     async def compute(self, pools: Mapping[str, Sequence[str]], cases: Sequence[Case]
                       ) -> tuple[dict[str, list[float]], dict[tuple[str, str], list[list[float]]]]:
+        """Node and edge potentials. Edge judgements do not depend on node scores, so both kinds of call share one
+        task group (at most `threads` in flight in all): node thunks (probe then judge) first, edge thunks after,
+        each landing in its own slot, so the tables are the same whatever the completion order."""
         texts = [self.transcript(row, rec) for row, rec in cases]
         node_jobs = [(role, i, c) for role in self.graph.roles for i in range(len(pools[role]))
                      for c in range(len(cases))]
-        node_scores = await gather([partial(self._node, role, pools[role][i], cases[c], texts[c])
-                                    for role, i, c in node_jobs], self.threads)
+        edge_jobs = [(s, r, a, b) for s, r in self.graph.edges for a in range(len(pools[s]))
+                     for b in range(len(pools[r]))]
+        scores = await gather([*(partial(self._node, role, pools[role][i], cases[c], texts[c])
+                                 for role, i, c in node_jobs),
+                               *(partial(self._edge, s, r, pools[s][a], pools[r][b], texts)
+                                 for s, r, a, b in edge_jobs)], self.threads)
+        node_scores, edge_scores = scores[:len(node_jobs)], scores[len(node_jobs):]
         node: dict[str, list[float]] = {r: [0.0] * len(pools[r]) for r in self.graph.roles}
         for (role, i, _), score in zip(node_jobs, node_scores):
             node[role][i] += score / 10.0 / max(1, len(cases))
         if not cases:
             node = {r: [1.0] * len(pools[r]) for r in self.graph.roles}
-        edge_jobs = [(s, r, a, b) for s, r in self.graph.edges for a in range(len(pools[s]))
-                     for b in range(len(pools[r]))]
-        edge_scores = await gather([partial(
-            self._score, edge_judge_prompt(s, r, pools[s][a], pools[r][b], texts), "mapro.edge",
-            f"edge={s}>{r}|pair={sha256_hex(pools[s][a])[:16]}:{sha256_hex(pools[r][b])[:16]}")
-            for s, r, a, b in edge_jobs], self.threads)
         edge: dict[tuple[str, str], list[list[float]]] = {
             (s, r): [[1.0] * len(pools[r]) for _ in pools[s]] for s, r in self.graph.edges}
         for (s, r, a, b), score in zip(edge_jobs, edge_scores):
