@@ -196,7 +196,9 @@ class Recorder:
         """Seed, replay lookup, send with retries, record; the response once it is durable in the store."""
         body = {**body, "model": body.get("model") or self.endpoint.model_id, "seed": site.seed(body)}
         request_key = site.replay_key(body)
-        lock = self._locks.setdefault(request_key, anyio.Lock())
+        lock = self._locks.get(request_key)
+        if lock is None:
+            lock = self._locks[request_key] = anyio.Lock()
         try:
             async with lock:  # identical concurrent requests: one is sent, the others replay it
                 return await self._call_once(site, body, request_key)
@@ -219,18 +221,25 @@ class Recorder:
         return self._result(site, request_key, response, None)
 
     async def _send(self, site: CallSite, body: dict[str, Any], request_key: str, started: str) -> dict[str, Any]:
+        if self.attempts == 1:  # an agent turn: one attempt, its failure fails the rollout attempt
+            return await self._send_once(site, body, request_key, started)
         response: dict[str, Any] = {}
         async for attempt in retrying(self.retry, request_key, self.attempts, InfrastructureError):
             with attempt:
-                t0 = time.perf_counter()
-                try:
-                    response, latency = await self.endpoint.chat(body)
-                except InfrastructureError as exc:
-                    await self._record(_Attempt(site, body, request_key, started, None, time.perf_counter() - t0,
-                                                exc, None))
+                if attempt.retry_state.attempt_number > 1:
                     started = utc_now()
-                    raise
-                await self._record(_Attempt(site, body, request_key, started, response, latency, None, None))
+                response = await self._send_once(site, body, request_key, started)
+        return response
+
+    async def _send_once(self, site: CallSite, body: dict[str, Any], request_key: str,
+                         started: str) -> dict[str, Any]:
+        t0 = time.perf_counter()
+        try:
+            response, latency = await self.endpoint.chat(body)
+        except InfrastructureError as exc:
+            await self._record(_Attempt(site, body, request_key, started, None, time.perf_counter() - t0, exc, None))
+            raise
+        await self._record(_Attempt(site, body, request_key, started, response, latency, None, None))
         return response
 
     def _result(self, site: CallSite, request_key: str, response: dict[str, Any],
