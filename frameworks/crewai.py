@@ -21,8 +21,11 @@ the native OpenAI provider is used (no LiteLLM, no model-cost lookups).
 from __future__ import annotations
 
 import copy
+import json
+import logging
 import os
 from collections.abc import Sequence
+from functools import partial
 from typing import Any, ClassVar
 
 for _name, _value in (("CREWAI_DISABLE_TELEMETRY", "true"), ("CREWAI_DISABLE_TRACKING", "true"),
@@ -30,7 +33,10 @@ for _name, _value in (("CREWAI_DISABLE_TELEMETRY", "true"), ("CREWAI_DISABLE_TRA
     os.environ[_name] = _value
 
 import anyio  # noqa: E402
+import anyio.from_thread  # noqa: E402
+import anyio.lowlevel  # noqa: E402
 from crewai import LLM, Agent, Crew, Process, Task  # noqa: E402
+from crewai.agents.agent_builder.base_agent import BaseAgent  # noqa: E402
 from crewai.tools import BaseTool  # noqa: E402
 from pydantic import BaseModel, ConfigDict, PrivateAttr  # noqa: E402
 
@@ -40,7 +46,11 @@ from core.contracts import ContractPolicy  # noqa: E402
 from core.framework import AgentLink, FrameworkContext, GatewaySession  # noqa: E402
 from core.models import AgentOutput, PromptBundle, Row  # noqa: E402
 from topologies.messages import editable, finish_output, system_prompt, tools_for  # noqa: E402
-from topologies.teams import Stage, check_team_size, team_spec  # noqa: E402
+from topologies.teams import check_team_size, team_spec  # noqa: E402
+
+# CrewAI logs a warning on every tool result it sizes for a model it has no token counter for (the engine's model
+# ids); stderr belongs to the engine's structured log, and the estimate changes nothing the gateway records
+logging.getLogger("crewai.llms.base_llm").setLevel(logging.ERROR)
 
 FRAMEWORK = "crewai"
 STAGE_GOAL = "Carry out the {role} stage of the team's task."
@@ -66,29 +76,65 @@ def arguments_model(name: str, parameters: dict[str, Any]) -> type[BaseModel]:
 
 
 class GatewayTool(BaseTool):
-    """A dataset tool as a CrewAI tool: runs in CrewAI's thread, executes through the recording gateway."""
+    """A dataset tool as a CrewAI tool, executed through the recording gateway on the job's event loop.
+
+    CrewAI runs tools in threads of its own (not the anyio worker thread that runs `kickoff`), so the call reaches
+    the loop by its token rather than by `call_tool_blocking`. An error here is not handed to the model as
+    CrewAI would do: it is kept and re-raised after the crew ends, so the attempt fails as what it is."""
 
     _gateway: Any = PrivateAttr()
     _role: str = PrivateAttr()
+    _token: Any = PrivateAttr()
+    _errors: list[BaseException] = PrivateAttr()
+    _used: set[str] = PrivateAttr(default_factory=set)
 
-    def bind(self, gateway: GatewaySession, role: str) -> "GatewayTool":
-        self._gateway, self._role = gateway, role
+    def bind(self, gateway: GatewaySession, role: str, errors: list[BaseException]) -> "GatewayTool":
+        self._gateway, self._role, self._errors = gateway, role, errors
+        self._token = anyio.lowlevel.current_token()
         return self
 
     def _run(self, *args: Any, **kwargs: Any) -> str:
-        result: str = self._gateway.call_tool_blocking(self._role, 0, self.name, kwargs, None)
+        try:
+            result: str = anyio.from_thread.run(self._gateway.call_tool, self._role, 0, self.name, kwargs,
+                                                self._call_id(kwargs), token=self._token)
+        except BaseException as exc:
+            self._errors.append(exc)
+            raise
         return result
 
 
-def crew_tools(gateway: GatewaySession, role: str, schemas: Sequence[dict[str, Any]]) -> list[BaseTool]:
+    def _call_id(self, arguments: dict[str, Any]) -> str | None:
+        """The id of the model's tool call this execution answers (CrewAI does not pass it on): the first call of
+        the role's latest reply with these arguments whose id no earlier execution took."""
+        mine = [c for c in self._gateway.calls() if c.role == self._role and c.member == 0]
+        if not mine:
+            return None
+        for call in mine[-1].tool_calls:
+            call_id = call.get("id")
+            if call_id and call_id not in self._used and parsed_arguments(call.get("arguments")) == arguments:
+                self._used.add(call_id)
+                return str(call_id)
+        return None
+
+
+def parsed_arguments(arguments: Any) -> Any:
+    if isinstance(arguments, str):
+        try:
+            return json.loads(arguments) if arguments.strip() else {}
+        except json.JSONDecodeError:
+            return arguments
+    return arguments
+
+
+def crew_tools(gateway: GatewaySession, role: str, schemas: Sequence[dict[str, Any]],
+               errors: list[BaseException]) -> list[BaseTool]:
     tools: list[BaseTool] = []
     for schema in schemas:
         function = schema["function"]
         name = function["name"]
         tool = GatewayTool(name=name, description=function.get("description") or name,
-                           args_schema=arguments_model(name, function.get("parameters") or {"type": "object"}),
-                           cache_function=lambda *_: False)
-        tools.append(tool.bind(gateway, role))
+                           args_schema=arguments_model(name, function.get("parameters") or {"type": "object"}))
+        tools.append(tool.bind(gateway, role, errors))
     return tools
 
 
@@ -125,20 +171,20 @@ class CrewSequential:
         return [stage.role for stage in team_spec(task).stages(team_size)]
 
     def _crew(self, gw: GatewaySession, row: Row, bundle: PromptBundle, bench: Benchmark,
-              comm: CommunicationLog) -> Crew:
+              comm: CommunicationLog, tool_errors: list[BaseException]) -> Crew:
         """The crew for one rollout attempt (every gateway link created here, on the event loop)."""
         spec = team_spec(bench.name)
-        stages: list[Stage] = spec.stages(self.team_size)
+        stages = spec.stages(self.team_size)
         task_text = bench.render_task(row)
         native_tools = [] if bench.answer_is_native_call else tools_for(bench, row, self.name)
         limit = spec.stage_step_limit()
         tasks: list[Task] = []
-        agents: list[Agent] = []
+        agents: list[BaseAgent] = []
         for index, stage in enumerate(stages):
             last = index == len(stages) - 1
             earlier = [s.role for s in stages[:index]]
-            link = gw.agent(stage.role, 0, reads=lambda earlier=earlier: last_nodes(gw, earlier))
-            tools = crew_tools(gw, stage.role, native_tools) if stage.tools and native_tools else []
+            link = gw.agent(stage.role, 0, reads=partial(last_nodes, gw, earlier))
+            tools = crew_tools(gw, stage.role, native_tools, tool_errors) if stage.tools and native_tools else []
             agent = Agent(role=stage.role, goal=STAGE_GOAL.format(role=stage.role),
                           backstory=system_prompt(editable(bundle, stage.role), answering=last, bench=bench,
                                                   comm=comm, role=stage.role, policy=self.policy),
@@ -155,9 +201,18 @@ class CrewSequential:
         comm = CommunicationLog(self.communication, bench.report_vocabulary,
                                 rerender=rerenders_handoffs(bench, self.name))
         stages = [s.role for s in team_spec(bench.name).stages(self.team_size)]
+        tool_errors: list[BaseException] = []
+        stopped: dict[str, str] | None = None
         async with ctx.gateway(FRAMEWORK) as gw:
-            crew = self._crew(gw, row, bundle, bench, comm)
-            await anyio.to_thread.run_sync(crew.kickoff)
+            crew = self._crew(gw, row, bundle, bench, comm, tool_errors)
+            try:
+                await anyio.to_thread.run_sync(crew.kickoff)
+            except Exception as exc:
+                stopped = empty_answer_stop(gw, exc)
+                if stopped is None or tool_errors:
+                    raise
+            if tool_errors:
+                raise tool_errors[0]
             outputs = final_texts(gw, stages)
             calls = gw.calls()
         for role in stages:
@@ -165,8 +220,24 @@ class CrewSequential:
         metadata: dict[str, Any] = {"team_size": self.team_size, "stages": stages, "framework": FRAMEWORK,
                                     **comm.metadata(), "role_outputs": outputs,
                                     "calls_per_stage": {r: sum(1 for c in calls if c.role == r) for r in stages}}
+        if stopped is not None:
+            metadata["framework_stopped"] = stopped
+            outputs[stages[-1]] = None if stopped["stage"] != stages[-1] else outputs[stages[-1]]
         output = AgentOutput(text=outputs[stages[-1]], selected_member=0, metadata=metadata)
         return await finish_output(bench, row, ctx, output)
+
+
+def empty_answer_stop(gateway: GatewaySession, exc: Exception) -> dict[str, str] | None:
+    """CrewAI raises on a reply with empty content and no tool calls. That reply is an observed, malformed answer
+    (protocol 5.3: a usable rollout scored 0, never an infrastructure failure to retry with the same seed): the
+    crew stopped at that stage. Anything else is not this case (None)."""
+    calls = gateway.calls()
+    if not calls or not isinstance(exc, ValueError):
+        return None
+    last = calls[-1]
+    if (last.content or "").strip() or last.tool_calls:
+        return None
+    return {"stage": last.role, "node_id": last.node_id, "error": f"{type(exc).__name__}: {exc}"}
 
 
 RUNTIMES: dict[str, type] = {"sequential": CrewSequential}
