@@ -21,13 +21,13 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 os.environ["OPENAI_AGENTS_DISABLE_TRACING"] = "1"
 
 import anyio  # noqa: E402
-from agents import (Agent, FunctionTool, MaxTurnsExceeded, OpenAIChatCompletionsModel, Runner,  # noqa: E402
-                    set_tracing_disabled)
+from agents import (Agent, FunctionTool, MaxTurnsExceeded, ModelSettings, OpenAIChatCompletionsModel,  # noqa: E402
+                    Runner, set_tracing_disabled)
 from agents.tool_context import ToolContext  # noqa: E402
 from openai import AsyncOpenAI  # noqa: E402
 
@@ -85,6 +85,9 @@ def last_content(gateway: GatewaySession, role: str, member: int) -> str | None:
 class SdkDecentralized:
     name = "decentralized"
     framework = FRAMEWORK
+    # the SDK agents' model settings (the SDK's defaults unless set); the gateway sends the protocol's decoding
+    # instead and records what the SDK asked as the call's `framework_params`
+    model_settings: ClassVar[ModelSettings] = ModelSettings()
 
     def __init__(self, team_size: int = 4, communication: str = "freeform", contract_version: int = 1,
                  rounds: int | None = None):
@@ -119,7 +122,8 @@ class SdkDecentralized:
                 clients.append(client)
                 agents.append(Agent(name=f"{role}_{member}", instructions=system,
                                     model=OpenAIChatCompletionsModel(model=link.model, openai_client=client),
-                                    tools=list(sdk_tools(gw, role, member, schemas))))
+                                    tools=list(sdk_tools(gw, role, member, schemas)),
+                                    model_settings=self.model_settings))
             try:
                 answers = await self._debate(gw, agents, role, task, rounds, max_turns, comm, step_limited)
             finally:

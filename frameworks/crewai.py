@@ -138,9 +138,10 @@ def crew_tools(gateway: GatewaySession, role: str, schemas: Sequence[dict[str, A
     return tools
 
 
-def crew_llm(link: AgentLink) -> LLM:
+def crew_llm(link: AgentLink, options: dict[str, Any]) -> LLM:
     """CrewAI's native OpenAI provider on the agent's gateway route; CrewAI's own retries off."""
-    return LLM(model=f"openai/{link.model}", base_url=link.base_url, api_key=link.api_key, max_retries=0)
+    return LLM(model=f"openai/{link.model}", base_url=link.base_url, api_key=link.api_key, max_retries=0,
+               **options)
 
 
 def last_nodes(gateway: GatewaySession, roles: Sequence[str]) -> tuple[str, ...]:
@@ -160,6 +161,9 @@ def final_texts(gateway: GatewaySession, roles: Sequence[str]) -> dict[str, str 
 class CrewSequential:
     name = "sequential"
     framework = FRAMEWORK
+    # sampling options a CrewAI user sets on the LLM (none by default); the gateway sends the protocol's decoding
+    # instead and records these as the call's `framework_params`
+    llm_options: ClassVar[dict[str, Any]] = {}
 
     def __init__(self, team_size: int = 4, communication: str = "freeform", contract_version: int = 1):
         self.team_size = check_team_size(self.name, team_size)
@@ -188,7 +192,7 @@ class CrewSequential:
             agent = Agent(role=stage.role, goal=STAGE_GOAL.format(role=stage.role),
                           backstory=system_prompt(editable(bundle, stage.role), answering=last, bench=bench,
                                                   comm=comm, role=stage.role, policy=self.policy),
-                          llm=crew_llm(link), tools=tools, allow_delegation=False, verbose=False, cache=False,
+                          llm=crew_llm(link, self.llm_options), tools=tools, allow_delegation=False, verbose=False, cache=False,
                           max_iter=limit if tools else 1, max_retry_limit=0, respect_context_window=False)
             expected = FINAL_OUTPUT if last else STAGE_OUTPUT.format(role=stage.role)
             tasks.append(Task(description=stage.user_message(task_text), expected_output=expected, agent=agent,
