@@ -37,6 +37,7 @@ import anyio.from_thread  # noqa: E402
 import anyio.lowlevel  # noqa: E402
 from crewai import LLM, Agent, Crew, Process, Task  # noqa: E402
 from crewai.agents.agent_builder.base_agent import BaseAgent  # noqa: E402
+from crewai.events import event_context  # noqa: E402
 from crewai.tools import BaseTool  # noqa: E402
 from pydantic import BaseModel, ConfigDict, PrivateAttr  # noqa: E402
 
@@ -210,11 +211,13 @@ class CrewSequential:
         async with ctx.gateway(FRAMEWORK) as gw:
             crew = self._crew(gw, row, bundle, bench, comm, tool_errors)
             try:
-                await anyio.to_thread.run_sync(crew.kickoff)
+                await anyio.to_thread.run_sync(kickoff, crew)
             except Exception as exc:
                 stopped = empty_answer_stop(gw, exc)
                 if stopped is None or tool_errors:
                     raise
+            finally:
+                close_clients(crew)
             if tool_errors:
                 raise tool_errors[0]
             outputs = final_texts(gw, stages)
@@ -229,6 +232,29 @@ class CrewSequential:
             outputs[stages[-1]] = None if stopped["stage"] != stages[-1] else outputs[stages[-1]]
         output = AgentOutput(text=outputs[stages[-1]], selected_member=0, metadata=metadata)
         return await finish_output(bench, row, ctx, output)
+
+
+# CrewAI prints "[CrewAIEventsBus] Warning: Event pairing mismatch" to stdout when a model call fails (its
+# llm_call_failed event closes a scope it did not open); stdout carries the job's one JSON line
+QUIET_EVENTS = event_context.EventContextConfig(mismatch_behavior=event_context.MismatchBehavior.SILENT,
+                                                empty_pop_behavior=event_context.MismatchBehavior.SILENT)
+
+
+def kickoff(crew: Crew) -> None:
+    """Run the crew (in the worker thread), its event-scope warnings silenced in this thread's context only."""
+    token = event_context._event_context_config.set(QUIET_EVENTS)
+    try:
+        crew.kickoff()
+    finally:
+        event_context._event_context_config.reset(token)
+
+
+def close_clients(crew: Crew) -> None:
+    """Close each agent's HTTP client to the gateway (CrewAI leaves them to the garbage collector)."""
+    for agent in crew.agents:
+        client = getattr(agent.llm, "_client", None)
+        if client is not None:
+            client.close()
 
 
 def empty_answer_stop(gateway: GatewaySession, exc: Exception) -> dict[str, str] | None:

@@ -149,7 +149,7 @@ def replayed_turns(job: Path) -> int:
         conn.close()
 
 
-def test_crewai_job_under_twenty_percent_faults_of_every_kind_completes_with_a_closed_ledger(tmp_path):
+def test_crewai_job_under_twenty_percent_faults_of_every_kind_completes_with_a_closed_ledger(tmp_path, capsys):
     rates = {kind: 0.2 / len(FAULT_KINDS) for kind in FAULT_KINDS}
     server = start_sim(ToolSums(), faults=FaultPlan(rates=rates, seed=7, slow_s=3.0))
     try:
@@ -165,3 +165,4 @@ def test_crewai_job_under_twenty_percent_faults_of_every_kind_completes_with_a_c
     assert budget["infrastructure_failures"] > 0 or any(
         c["infrastructure_failures"] for c in result["test"]["failure_counts"].values())
     assert_seeds_and_decoding(job, "crewai", {})
+    assert capsys.readouterr().out == ""  # CrewAI printed nothing (stdout is the job's one JSON line)
