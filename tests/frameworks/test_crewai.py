@@ -160,9 +160,38 @@ def test_crewai_job_under_twenty_percent_faults_of_every_kind_completes_with_a_c
     job = tmp_path / "job"
     budget = assert_closed_ledger(job)
     assert_store_consistent(job)
-    assert result["status"] == "completed" and budget["charged"] == 10
+    assert result["status"] == "completed" and 0 < budget["charged"] <= 10
     assert sum(injected.values()) >= 15 and len(injected) >= 6, injected
     assert budget["infrastructure_failures"] > 0 or any(
         c["infrastructure_failures"] for c in result["test"]["failure_counts"].values())
     assert_seeds_and_decoding(job, "crewai", {})
     assert capsys.readouterr().out == ""  # CrewAI printed nothing (stdout is the job's one JSON line)
+
+
+def test_crewai_empty_answer_is_a_scored_semantic_failure_not_a_retry(tmp_path):
+    """CrewAI raises on a reply with empty content; that reply was observed (protocol 5.3): the rollout is usable,
+    its answer empty (scored 0), and nothing is sent twice."""
+    server = start_sim(ToolSums(), faults=FaultPlan(rates={"empty_content": 0.3}, seed=3))
+    try:
+        result = run(tmp_path / "job", server.base_url, CELL.format(task="gpqa"), "gepa", 10)
+        log = server.log
+    finally:
+        server.stop()
+    job = tmp_path / "job"
+    budget = assert_closed_ledger(job)
+    assert budget["infrastructure_failures"] == 0
+    for counts in result["test"]["failure_counts"].values():
+        assert counts["infrastructure_failures"] == 0 and counts["usable"] == counts["n"]
+    stopped = stopped_records(job)
+    assert stopped and all(r["status"] == "semantic_failure" and r["score"] == 0.0 for r in stopped)
+    assert all(r["final_output"]["metadata"]["framework_stopped"]["error"].startswith("ValueError") for r in stopped)
+    assert max(Counter(e["key"] for e in log if e["key"]).values()) == 1
+
+
+def stopped_records(job: Path) -> list[dict]:
+    conn = sqlite3.connect(str(job / "card.sqlite"))
+    try:
+        records = [json.loads(r) for (r,) in conn.execute("SELECT record FROM rollouts")]
+    finally:
+        conn.close()
+    return [r for r in records if "framework_stopped" in ((r.get("final_output") or {}).get("metadata") or {})]
