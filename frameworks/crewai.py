@@ -39,6 +39,7 @@ from crewai import LLM, Agent, Crew, Process, Task  # noqa: E402
 from crewai.agents.agent_builder.base_agent import BaseAgent  # noqa: E402
 from crewai.events import event_context  # noqa: E402
 from crewai.tools import BaseTool  # noqa: E402
+from crewai.utilities.task_output_storage_handler import TaskOutputStorageHandler  # noqa: E402
 from pydantic import BaseModel, ConfigDict, PrivateAttr  # noqa: E402
 
 from core.benchmark import Benchmark, rerenders_handoffs  # noqa: E402
@@ -159,6 +160,34 @@ def final_texts(gateway: GatewaySession, roles: Sequence[str]) -> dict[str, str 
     return texts
 
 
+class InMemoryTaskOutputs(TaskOutputStorageHandler):
+    """CrewAI's kickoff log (what `crewai replay` reads) kept with the crew. CrewAI's default writes every crew's
+    task outputs into one SQLite file under the user's data directory, under a global file lock, and empties it at
+    every kickoff: concurrent rollouts would contend for it, and prompts and answers would leave the job directory."""
+
+    def __init__(self) -> None:  # no super().__init__(): it opens that shared file
+        self.outputs: list[dict[str, Any]] = []
+
+    def update(self, task_index: int, log: dict[str, Any]) -> None:
+        self.outputs.append({"task_index": task_index, "raw": log["output"]["raw"]})
+
+    def add(self, task: Task, output: dict[str, Any], task_index: int, inputs: dict[str, Any] | None = None,
+            was_replayed: bool = False) -> None:
+        self.outputs.append({"task_index": task_index, "raw": output.get("raw")})
+
+    def reset(self) -> None:
+        self.outputs.clear()
+
+    def load(self) -> list[dict[str, Any]] | None:
+        return list(self.outputs)
+
+
+class RecordedCrew(Crew):
+    """A Crew whose kickoff log stays in memory (InMemoryTaskOutputs)."""
+
+    _task_output_handler: TaskOutputStorageHandler = PrivateAttr(default_factory=InMemoryTaskOutputs)
+
+
 class CrewSequential:
     name = "sequential"
     framework = FRAMEWORK
@@ -199,7 +228,7 @@ class CrewSequential:
             tasks.append(Task(description=stage.user_message(task_text), expected_output=expected, agent=agent,
                               context=list(tasks)))
             agents.append(agent)
-        return Crew(agents=agents, tasks=tasks, process=Process.sequential, verbose=False, memory=False,
+        return RecordedCrew(agents=agents, tasks=tasks, process=Process.sequential, verbose=False, memory=False,
                     cache=False, planning=False, tracing=False)
 
     async def run(self, row: Row, bundle: PromptBundle, ctx: FrameworkContext, bench: Benchmark) -> AgentOutput:

@@ -98,15 +98,19 @@ def job_cmd(out: Path, url: str) -> list[str]:
 
 
 def test_crewai_job_killed_mid_optimization_resumes_to_the_uninterrupted_result(tmp_path):
+    data_home = tmp_path / "xdg"  # where CrewAI's default kickoff log would go: it must stay empty of it
+    env = {**os.environ, "XDG_DATA_HOME": str(data_home)}
     reference = start_sim(ToolSums(), delay_s=0.002)
     try:
         done = subprocess.run(job_cmd(tmp_path / "ref", reference.base_url), cwd=ROOT, capture_output=True,
-                              text=True, timeout=280)
+                              text=True, timeout=280, env=env)
         assert done.returncode == 0, done.stderr[-3000:]
         optimize_requests = sum(1 for e in reference.log if e["kind"] != "reflection")
     finally:
         reference.stop()
     assert "NONLOCAL" not in done.stderr, done.stderr  # CrewAI reached nothing but loopback
+    assert list(data_home.rglob("*.db")) == []  # and wrote no task outputs outside the job directory
+    assert len(done.stdout.strip().splitlines()) == 1  # stdout: the job's one JSON line, nothing of CrewAI's
 
     server = start_sim(ToolSums(), delay_s=0.002)
     try:
