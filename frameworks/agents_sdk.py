@@ -37,6 +37,7 @@ from core.contracts import ContractPolicy  # noqa: E402
 from core.framework import FrameworkContext, GatewaySession  # noqa: E402
 from core.models import AgentOutput, PromptBundle, Row  # noqa: E402
 from core.voting import majority_vote  # noqa: E402
+from frameworks.loopback import async_http_client  # noqa: E402
 from topologies.decentralized import peers_message  # noqa: E402
 from topologies.messages import editable, finish_output, system_prompt, tools_for  # noqa: E402
 from topologies.teams import check_team_size, team_spec  # noqa: E402
@@ -118,7 +119,8 @@ class SdkDecentralized:
             clients: list[AsyncOpenAI] = []
             for member in range(n):
                 link = gw.agent(role, member)
-                client = AsyncOpenAI(base_url=link.base_url, api_key=link.api_key, max_retries=0)
+                client = AsyncOpenAI(base_url=link.base_url, api_key=link.api_key, max_retries=0,
+                                     http_client=async_http_client())  # the shared loopback TLS context
                 clients.append(client)
                 agents.append(Agent(name=f"{role}_{member}", instructions=system,
                                     model=OpenAIChatCompletionsModel(model=link.model, openai_client=client),
