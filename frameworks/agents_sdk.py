@@ -131,8 +131,6 @@ class SdkDecentralized:
             finally:
                 for client in clients:
                     await client.close()
-        for member, text in enumerate(answers):
-            comm.report(f"{role}.{member}", text)
         outputs = [await finish_output(bench, row, ctx, AgentOutput(text=text, selected_member=m))
                    for m, text in enumerate(answers)]
         vote = majority_vote([sdk_vote_key(o.text) for o in outputs])
@@ -172,6 +170,8 @@ class SdkDecentralized:
                     tg.start_soon(peer, member)
             previous = [last_content(gw, role, m) for m in range(n)]
             previous_nodes = [gw.nodes(role, m)[-1] for m in range(n)]
+            for member, text in enumerate(previous):  # every round's reports, as the native topology keeps them
+                comm.report(f"{role}.{member}", text)
         return previous
 
 

@@ -165,3 +165,15 @@ def by_attempt(recorded: list[Call]) -> dict[str, list[Call]]:
     for call in recorded:
         out[call.node_id.rsplit("/", 2)[0]].append(call)
     return {attempt: sorted(group, key=lambda c: (c.member, c.turn)) for attempt, group in out.items()}
+
+
+def replayed_turns(job: Path, framework: str) -> int:
+    """Model calls of `framework`'s gateway turns answered from the store (a resumed rollout's recorded turns)."""
+    conn = sqlite3.connect(str(job / "card.sqlite"))
+    try:
+        count: int = conn.execute("SELECT count(*) FROM events WHERE event_type='model_call' AND "
+                                  "json_extract(payload, '$.replayed_from') IS NOT NULL AND "
+                                  "json_extract(payload, '$.framework') = ?", (framework,)).fetchone()[0]
+    finally:
+        conn.close()
+    return count

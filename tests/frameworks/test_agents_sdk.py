@@ -28,7 +28,8 @@ from tests.conftest import start_sim
 from tests.engine.faults.matrix import assert_closed_ledger, assert_store_consistent
 from tests.engine.jobutil import stored_sim_keys
 from tests.frameworks.crew_bench import ToolSums
-from tests.frameworks.crew_job import REGISTERED, Call, assert_seeds_and_decoding, by_attempt, reads, run
+from tests.frameworks.crew_job import (REGISTERED, Call, assert_seeds_and_decoding, by_attempt, reads,
+                                      replayed_turns, run)
 from tests.optimizers.test_resume import artifacts
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -135,7 +136,7 @@ def test_sdk_job_killed_mid_optimization_resumes_to_the_uninterrupted_result(tmp
         proc = subprocess.Popen(job_cmd(out, server.base_url), cwd=ROOT, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 120
-        while len(server.log) < 50 and proc.poll() is None and time.monotonic() < deadline:
+        while len(server.log) < 70 and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.001)
         assert proc.poll() is None, "the job finished before it could be killed"
         os.kill(proc.pid, signal.SIGKILL)
@@ -155,6 +156,8 @@ def test_sdk_job_killed_mid_optimization_resumes_to_the_uninterrupted_result(tmp
     twice = [k for k, n in Counter(e["key"] for e in log).items() if n > 1]
     assert len(twice) <= 4 * PEERS  # only requests in flight at the kill (4 rollouts x 4 peers) may repeat
     assert_seeds_and_decoding(out, "openai_agents", {})  # replayed turns carry the same requests
+    # rollouts cut by the kill ran again through the SDK: their recorded turns came back from the store
+    assert replayed_turns(out, "openai_agents") > 0
 
 
 def test_sdk_job_under_twenty_percent_faults_of_every_kind_completes_with_a_closed_ledger(tmp_path, capsys):

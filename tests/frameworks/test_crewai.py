@@ -26,7 +26,8 @@ from tests.conftest import start_sim
 from tests.engine.faults.matrix import assert_closed_ledger, assert_store_consistent
 from tests.engine.jobutil import stored_sim_keys
 from tests.frameworks.crew_bench import ToolSums
-from tests.frameworks.crew_job import REGISTERED, Call, assert_seeds_and_decoding, by_attempt, reads, run
+from tests.frameworks.crew_job import (REGISTERED, Call, assert_seeds_and_decoding, by_attempt, reads,
+                                      replayed_turns, run)
 from tests.optimizers.test_resume import artifacts
 from topologies.teams import team_spec
 
@@ -140,17 +141,7 @@ def test_crewai_job_killed_mid_optimization_resumes_to_the_uninterrupted_result(
     assert optimize_requests > 25
     assert_seeds_and_decoding(out, "crewai", {})  # replayed turns carry the same requests (no replay_mismatch)
     # rollouts cut by the kill ran again through CrewAI: their recorded turns came back from the store
-    assert replayed_turns(out) > 0
-
-
-def replayed_turns(job: Path) -> int:
-    conn = sqlite3.connect(str(job / "card.sqlite"))
-    try:
-        return conn.execute("SELECT count(*) FROM events WHERE event_type='model_call' AND "
-                            "json_extract(payload, '$.replayed_from') IS NOT NULL AND "
-                            "json_extract(payload, '$.framework') = 'crewai'").fetchone()[0]
-    finally:
-        conn.close()
+    assert replayed_turns(out, "crewai") > 0
 
 
 def test_crewai_job_under_twenty_percent_faults_of_every_kind_completes_with_a_closed_ledger(tmp_path, capsys):
