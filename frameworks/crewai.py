@@ -3,9 +3,11 @@
 One crewai `Agent` per stage, whose backstory is the system prompt the native sequential topology builds for that
 stage (the bundle's editable prompt; the last stage's wrapped with the output contract); one `Task` per stage whose
 description is the stage's task template with the rendered task, and whose `context` lists every earlier task, so
-CrewAI itself appends the earlier stages' outputs; `Process.sequential`. Every agent's model is a CrewAI `LLM`
-(`openai/<model>`) on its own route of the engine's recording gateway (retries off), so each call is a recorded,
-seeded turn of that stage's role; the first call of stage k reads the last node of every earlier stage.
+CrewAI itself appends the earlier stages' outputs; `Process.sequential`. Every agent's model is CrewAI's native
+OpenAI provider (what `LLM("openai/<model>")` builds; subclassed only to share one TLS context) on the agent's own
+route of the engine's recording gateway (retries off), so each call is a recorded, seeded turn of that stage's
+role; the first call of stage k reads the last node of every earlier stage. A stage without tools gets one model
+call (max_iter 1), a stage with tools the dataset's sequential step limit, as in the native topology.
 Stages with tools get the dataset's tools as CrewAI tools carrying the dataset's JSON schema; CrewAI runs them in
 threads of its own and they execute through the gateway on the job's event loop (frameworks/crewai_parts.py).
 The crew is built and run in a worker thread; the gateway links are created before, on the event loop.
