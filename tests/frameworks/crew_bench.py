@@ -8,6 +8,7 @@ import random
 import re
 from typing import Any
 
+from core.errors import EndpointConnectionError
 from core.models import Row
 from core.simulation import SimReply
 from tests.fakebench import FakeBench
@@ -20,16 +21,19 @@ CALCULATOR = {"type": "function", "function": {
 class ToolSums(FakeBench):
     executes_tools = True
 
-    def __init__(self, n_train: int = 6, n_validation: int = 4, n_test: int = 6) -> None:
+    def __init__(self, n_train: int = 6, n_validation: int = 4, n_test: int = 6, down: frozenset[str] = frozenset()):
         super().__init__(n_train=n_train, n_validation=n_validation, n_test=n_test)
         self.name = "gpqa"  # type: ignore[misc]
         self.tool_runs: list[tuple[str, Any]] = []
+        self.down = down  # rows whose tool backend is unreachable (an infrastructure failure, not a tool answer)
 
     def native_tools(self, row: Row) -> list[dict[str, Any]]:
         return [CALCULATOR]
 
     async def call_tool(self, row: Row, name: str, arguments: Any) -> str:
         self.tool_runs.append((row.id, arguments))
+        if row.id in self.down:
+            raise EndpointConnectionError(f"the calculator backend is unreachable for {row.id}")
         expression = arguments.get("expression", "") if isinstance(arguments, dict) else ""
         return str(sum(int(n) for n in re.findall(r"-?\d+", str(expression))))
 

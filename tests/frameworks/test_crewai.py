@@ -190,3 +190,19 @@ def stopped_records(job: Path) -> list[dict]:
     finally:
         conn.close()
     return [r for r in records if "framework_stopped" in ((r.get("final_output") or {}).get("metadata") or {})]
+
+
+def test_crewai_tool_backend_outage_is_an_uncharged_infrastructure_failure(tmp_path):
+    """A tool whose backend is down fails the attempt (retried with the same seed, never charged), even though the
+    framework would hand a tool error to the model as text."""
+    bench = ToolSums(down=frozenset({"q9"}))  # a validation row whose answer calls the calculator
+    server = start_sim(ToolSums())
+    try:
+        result = run(tmp_path / "job", server.base_url, CELL.format(task="gpqa"), bench=bench)
+    finally:
+        server.stop()
+    counts = result["selection"]["validation_failure_counts"]["baseline"]
+    assert counts["infrastructure_failures"] == 1 and counts["usable"] == counts["n"] - 1
+    assert result["selection"]["fallback_reason"].startswith("invalid_record:")
+    assert sum(1 for row, _ in bench.tool_runs if row == "q9") >= 3  # the attempt and its two same-seed retries
+    assert_store_consistent(tmp_path / "job")
