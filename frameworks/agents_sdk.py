@@ -1,0 +1,178 @@
+"""Decentralized on the OpenAI Agents SDK (protocol-v1 section 2.5, registry key `decentralized_openai_agents`).
+
+n peers share the `debater` prompt (the system prompt the native decentralized topology builds, as the SDK agent's
+instructions). Each peer turn is one SDK run (`agents.Runner.run`) of that peer's own `agents.Agent`, whose model is
+an `OpenAIChatCompletionsModel` over an `AsyncOpenAI` client on the peer's route of the engine's recording gateway
+(retries off; the gateway seeds each request per (rollout, role, peer, turn) and enforces the protocol's decoding).
+The dataset's tools are `FunctionTool`s with the dataset's JSON schema, executed through the gateway; there are no
+handoffs. Round 0: the input is the task. Round r >= 1: the task, the peer's own round r-1 answer (as its assistant
+message) and the other peers' round r-1 answers (one user message, the native `peers_message`); the peer's first
+call of the round reads the other peers' round r-1 nodes. A run that reaches its turn limit ends that peer's turn
+with its last reply (the native step limit). After the last round the SDK runners' vote: the whole final output,
+whitespace-normalized, under the shared vote rule (largest bucket, ties to the lowest peer, all-abstain peer 0).
+
+The SDK sends no `repetition_penalty`; the gateway replaces whatever decoding a framework sends with the protocol's,
+which includes it, so these requests carry it like every other (recorded; the SDK's own parameters are kept in
+the call's `framework_params`). Tracing is disabled: the SDK exports nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+os.environ["OPENAI_AGENTS_DISABLE_TRACING"] = "1"
+
+import anyio  # noqa: E402
+from agents import (Agent, FunctionTool, MaxTurnsExceeded, ModelSettings, OpenAIChatCompletionsModel,  # noqa: E402
+                    Runner, set_tracing_disabled)
+from agents.tool_context import ToolContext  # noqa: E402
+from openai import AsyncOpenAI  # noqa: E402
+
+from core.benchmark import Benchmark, rerenders_handoffs  # noqa: E402
+from core.communication import CommunicationLog  # noqa: E402
+from core.contracts import ContractPolicy  # noqa: E402
+from core.framework import FrameworkContext, GatewaySession  # noqa: E402
+from core.models import AgentOutput, PromptBundle, Row  # noqa: E402
+from core.voting import majority_vote  # noqa: E402
+from frameworks.loopback import async_http_client  # noqa: E402
+from topologies.decentralized import peers_message  # noqa: E402
+from topologies.messages import editable, finish_output, system_prompt, tools_for  # noqa: E402
+from topologies.teams import check_team_size, team_spec  # noqa: E402
+
+set_tracing_disabled(True)
+
+FRAMEWORK = "openai_agents"
+
+
+def sdk_vote_key(text: str | None) -> str | None:
+    """The SDK runners' vote key: the whole final output, whitespace-normalized (blank abstains)."""
+    key = " ".join((text or "").split())
+    return key or None
+
+
+def sdk_tools(gateway: GatewaySession, role: str, member: int,
+              schemas: Sequence[dict[str, Any]]) -> list[FunctionTool]:
+    """The dataset's tools as SDK function tools (the dataset's JSON schema as given), run through the gateway."""
+    tools = []
+    for schema in schemas:
+        function = schema["function"]
+        name = function["name"]
+
+        async def invoke(context: ToolContext[Any], arguments: str, name: str = name) -> str:
+            try:
+                parsed: Any = json.loads(arguments) if arguments.strip() else {}
+            except json.JSONDecodeError:
+                parsed = arguments  # the benchmark's tool reports malformed arguments to the model
+            return await gateway.call_tool(role, member, name, parsed, context.tool_call_id)
+
+        tools.append(FunctionTool(name=name, description=function.get("description") or name,
+                                  params_json_schema=dict(function.get("parameters") or {"type": "object"}),
+                                  on_invoke_tool=invoke, strict_json_schema=False))
+    return tools
+
+
+def last_content(gateway: GatewaySession, role: str, member: int) -> str | None:
+    """The content of a peer's latest recorded model call."""
+    content = None
+    for call in gateway.calls():
+        if call.role == role and call.member == member:
+            content = call.content
+    return content
+
+
+class SdkDecentralized:
+    name = "decentralized"
+    framework = FRAMEWORK
+    # the SDK agents' model settings (the SDK's defaults unless set); the gateway sends the protocol's decoding
+    # instead and records what the SDK asked as the call's `framework_params`
+    model_settings: ClassVar[ModelSettings] = ModelSettings()
+
+    def __init__(self, team_size: int = 4, communication: str = "freeform", contract_version: int = 1,
+                 rounds: int | None = None):
+        self.team_size = check_team_size(self.name, team_size)
+        self.communication = communication
+        self.policy = ContractPolicy(contract_version)
+        self.rounds = rounds
+        CommunicationLog(communication)
+
+    def roles(self, task: str, team_size: int) -> list[str]:
+        return [team_spec(task).debater_role()]
+
+    async def run(self, row: Row, bundle: PromptBundle, ctx: FrameworkContext, bench: Benchmark) -> AgentOutput:
+        spec = team_spec(bench.name)
+        role = spec.debater_role()
+        rounds = self.rounds if self.rounds is not None else spec.rounds()
+        n = self.team_size
+        comm = CommunicationLog(self.communication, bench.report_vocabulary,
+                                rerender=rerenders_handoffs(bench, self.name))
+        system = system_prompt(editable(bundle, role), answering=True, bench=bench, comm=comm, role=role,
+                               policy=self.policy)
+        task = bench.render_task(row)
+        schemas = [] if bench.answer_is_native_call else tools_for(bench, row, self.name)
+        max_turns = spec.debate_step_limit() if schemas else 1
+        step_limited: set[int] = set()
+        async with ctx.gateway(FRAMEWORK) as gw:
+            agents: list[Agent[Any]] = []
+            clients: list[AsyncOpenAI] = []
+            for member in range(n):
+                link = gw.agent(role, member)
+                client = AsyncOpenAI(base_url=link.base_url, api_key=link.api_key, max_retries=0,
+                                     http_client=async_http_client())  # the shared loopback TLS context
+                clients.append(client)
+                agents.append(Agent(name=f"{role}_{member}", instructions=system,
+                                    model=OpenAIChatCompletionsModel(model=link.model, openai_client=client),
+                                    tools=list(sdk_tools(gw, role, member, schemas)),
+                                    model_settings=self.model_settings))
+            try:
+                answers = await self._debate(gw, agents, role, task, rounds, max_turns, comm, step_limited)
+            finally:
+                for client in clients:
+                    await client.close()
+        outputs = [await finish_output(bench, row, ctx, AgentOutput(text=text, selected_member=m))
+                   for m, text in enumerate(answers)]
+        vote = majority_vote([sdk_vote_key(o.text) for o in outputs])
+        chosen = outputs[vote.selected]
+        metadata: dict[str, Any] = {"team_size": n, "rounds": rounds, "framework": FRAMEWORK,
+                                    "vote": {**vote.summary(), "key": "whole_output_whitespace_normalized"},
+                                    **comm.metadata(), "role_outputs": {role: chosen.text}}
+        if step_limited:
+            metadata["step_limit_peers"] = sorted(step_limited)
+        return chosen.model_copy(update={"metadata": {**chosen.metadata, **metadata}})
+
+    async def _debate(self, gw: GatewaySession, agents: list[Agent[Any]], role: str, task: str, rounds: int,
+                      max_turns: int, comm: CommunicationLog, step_limited: set[int]) -> list[str | None]:
+        """Every round's peer turns (concurrent within a round: each reads only the previous round); the last
+        round's answers in peer order."""
+        n = len(agents)
+        previous: list[str | None] = []
+        previous_nodes: list[str] = []
+        for round_index in range(rounds):
+            inputs: list[list[dict[str, Any]]] = [[{"role": "user", "content": task}] for _ in range(n)]
+            if previous:
+                shown = [comm.handoff(f"{role}.{m}", text) for m, text in enumerate(previous)]
+                for member in range(n):
+                    others = [(m, shown[m]) for m in range(n) if m != member]
+                    inputs[member] += [{"role": "assistant", "content": previous[member] or ""},
+                                       {"role": "user", "content": peers_message(round_index, others)}]
+                    gw.feed(role, member, [previous_nodes[m] for m in range(n) if m != member])
+
+            async def peer(member: int) -> None:
+                try:
+                    await Runner.run(agents[member], inputs[member], max_turns=max_turns)  # type: ignore[arg-type]
+                except MaxTurnsExceeded:
+                    step_limited.add(member)
+
+            async with anyio.create_task_group() as tg:
+                for member in range(n):
+                    tg.start_soon(peer, member)
+            previous = [last_content(gw, role, m) for m in range(n)]
+            previous_nodes = [gw.nodes(role, m)[-1] for m in range(n)]
+            for member, text in enumerate(previous):  # every round's reports, as the native topology keeps them
+                comm.report(f"{role}.{member}", text)
+        return previous
+
+
+RUNTIMES: dict[str, type] = {"decentralized": SdkDecentralized}
