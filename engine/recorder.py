@@ -164,14 +164,10 @@ class _Attempt:
 
 
 def _mismatch(recorded: dict[str, Any], body: dict[str, Any]) -> dict[str, str] | None:
-    """A call replayed by a logical key (a framework's turn) whose request differs from the recorded one: both
-    request hashes, so the card shows the divergence instead of hiding it. None when they agree or when the call
-    was replayed by its content (the hashes agree by construction)."""
-    recorded_hash = recorded.get("request_sha256")
-    if recorded_hash is None:
-        return None
-    now = content_hash(body)
-    return None if now == recorded_hash else {"recorded_request_sha256": recorded_hash, "request_sha256": now}
+    """Both request hashes of a call replayed by a logical key (a framework's turn) whose request differs from the
+    recorded one, so the card shows the divergence; None when they agree or when replayed by content."""
+    recorded_hash, now = recorded.get("request_sha256"), content_hash(body)
+    return None if recorded_hash in (None, now) else {"recorded_request_sha256": recorded_hash, "request_sha256": now}
 
 
 class Recorder:
@@ -221,7 +217,7 @@ class Recorder:
         return self._result(site, request_key, response, None)
 
     async def _send(self, site: CallSite, body: dict[str, Any], request_key: str, started: str) -> dict[str, Any]:
-        if self.attempts == 1:  # an agent turn: one attempt, its failure fails the rollout attempt
+        if self.attempts == 1:  # an agent turn: its failure fails the rollout attempt
             return await self._send_once(site, body, request_key, started)
         response: dict[str, Any] = {}
         async for attempt in retrying(self.retry, request_key, self.attempts, InfrastructureError):

@@ -88,11 +88,13 @@ def calls(job: Path) -> list[Call]:
     return out
 
 
-def protocol_params(phase: str) -> dict[str, Any]:
-    """The decoding the protocol sends in a phase (what every recorded call must carry)."""
+def protocol_params(phase: str, framework: str = "") -> dict[str, Any]:
+    """The decoding the protocol sends in a phase (what every recorded call must carry); the Agents SDK's requests
+    go without repetition_penalty (protocol section 2.5)."""
     decoding = OPTIMIZATION_DECODING if phase == "optimize" else EVALUATION_DECODING
     return {"temperature": decoding["temperature"], "top_p": decoding["top_p"],
-            "max_tokens": decoding["max_tokens"], "repetition_penalty": REPETITION_PENALTY,
+            "max_tokens": decoding["max_tokens"],
+            "repetition_penalty": None if framework == "openai_agents" else REPETITION_PENALTY,
             "chat_template_kwargs": {"enable_thinking": False}}
 
 
@@ -153,7 +155,8 @@ def assert_seeds_and_decoding(job: Path, framework: str, asked: dict[str, str]) 
         assert call.framework == framework, call
         assert call.seed == call_seed(call.rollout_seed, call.role, call.member, call.turn), call
         assert call.params["seed"] == call.seed
-        assert {k: call.params.get(k) for k in protocol_params(call.phase)} == protocol_params(call.phase), call
+        expected = protocol_params(call.phase, framework)
+        assert {k: call.params.get(k) for k in expected} == expected, call
         assert {k: call.framework_params.get(k) for k in asked} == asked, call.framework_params
         assert call.replay_mismatch is None
     return recorded
