@@ -115,3 +115,13 @@ def requests_by_turn(db: Path) -> dict[tuple[str, str, int, int], dict[str, Any]
     """(rollout, role, member, turn) -> the request as sent (messages and tools, arguments parsed)."""
     return {(c["node_id"].rsplit("/", 2)[0], c["role"], c["member"], c["turn"]): _normalized(c["request"])
             for c in model_calls(db)}
+
+
+def rollout_seeds(db: Path) -> dict[str, int]:
+    """rollout node -> its request seed (the rollout seed the card records)."""
+    conn = sqlite3.connect(str(db))
+    try:
+        rows = conn.execute("SELECT node_id, record FROM rollouts").fetchall()
+    finally:
+        conn.close()
+    return {node: int(json.loads(record)["request_seed"]) for node, record in rows}

@@ -1,5 +1,5 @@
-"""Run one LangGraph (or native) job on the simulated endpoint, in this process or as a subprocess (the kill -9
-resume test runs it that way).
+"""Run one LangGraph (or native) job on the simulated endpoint over a small slice of the real BFCL splits, in
+this process or as a subprocess (the kill -9 resume test runs it that way).
 
 usage: python -m tests.frameworks.lg_job OUT ENDPOINT CELL METHOD [BUDGET] [CONCURRENCY]
 """
@@ -15,9 +15,27 @@ import anyio
 
 from engine.job.config import JobConfig, build_config
 from engine.job.run_job import run_job, summary_line
+from benchmarks.registry import get_benchmark
+from core.benchmark import Benchmark, Splits
 from engine.runner import RetryPolicy
 
 REFLECTION_MODEL = "simulated-reflection"
+
+
+def small_bfcl(n_train: int = 6, n_validation: int = 4, n_test: int = 6) -> Benchmark:
+    """The real BFCL benchmark (bfcl-eval data, scorer, simulation) over the first rows of each of its splits."""
+    bench = get_benchmark("bfcl")
+    full = bench.splits()
+    small = Splits(dataset=full.dataset, train=full.train[:n_train], validation=full.validation[:n_validation],
+                   test=full.test[:n_test], eval_ids=full.test[:n_test], source=full.source)
+
+    class SmallBfcl(type(bench)):  # type: ignore[misc]
+        def splits(self) -> Splits:
+            return small
+
+    sliced: Benchmark = SmallBfcl.__new__(SmallBfcl)
+    sliced.__dict__.update(bench.__dict__)
+    return sliced
 
 
 def config(out: Path, endpoint: str, cell: str, method: str, budget: int = 600, concurrency: int = 8,
@@ -30,7 +48,7 @@ def config(out: Path, endpoint: str, cell: str, method: str, budget: int = 600, 
 
 
 def run(out: Path, endpoint: str, cell: str, method: str, **kw: Any) -> dict[str, Any]:
-    result: dict[str, Any] = anyio.run(run_job, config(out, endpoint, cell, method, **kw))
+    result: dict[str, Any] = anyio.run(run_job, config(out, endpoint, cell, method, **kw), small_bfcl())
     return result
 
 

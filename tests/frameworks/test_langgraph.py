@@ -1,5 +1,10 @@
 """LangGraph runtimes (frameworks/langgraph) on the real engine: gateway, runner, store, simulated endpoint.
 
+* Jobs: every topology, method `identity` and GEPA (small budget), on a slice of the real BFCL splits: the job
+  completes with a closed ledger; the card's agent-turn edges are the protocol's who-reads-whom; every model call
+  carries call_seed(rollout seed, role, member, turn) and the protocol's decoding for its phase, with what the
+  framework asked kept apart (`framework_params`).
+
 * Comparison with native (issue 17): the same rollouts (rows, rollout seeds, seed bundle) of every topology on
   BFCL (real bfcl-eval data) and MATH (the fixture in its official layout) run natively and on LangGraph: the same
   roles called in the same dependency structure (role-level read edges equal, and here even node-level), the
@@ -8,17 +13,21 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from benchmarks.registry import get_benchmark
 from core.benchmark import Benchmark
+from core.protocol import EVALUATION_DECODING, OPTIMIZATION_DECODING, REPETITION_PENALTY
+from core.seeds import call_seed
 from core.topology import Topology
+from engine.sim.build import build_policy
 from engine.sim.policy import Policy
 from engine.sim.server import SimServer
 from frameworks.langgraph import RUNTIMES
-from tests.frameworks import lg_cards
+from tests.frameworks import lg_cards, lg_job
 from topologies.registry import get_topology
 from topologies.teams import team_spec
 
@@ -98,3 +107,63 @@ def test_same_roles_structure_and_seeds_as_native(dataset, tmp_path, topology):
     assert lg_cards.requests_by_turn(ldb) == lg_cards.requests_by_turn(ndb)
     calls = lg_cards.model_calls(ldb)
     assert calls and all(c.get("framework") == "langgraph" for c in calls)
+
+
+@pytest.fixture(scope="module")
+def bfcl_sim():
+    server = SimServer(build_policy(["bfcl"]))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def cell(topology: str) -> str:
+    return f"task=bfcl,topology={topology},framework=langgraph"
+
+
+def assert_closed_ledger(job: Path, method: str) -> dict:
+    budget = json.loads((job / "optimization.json").read_text())["budget"]
+    assert budget["reserved"] == 0
+    assert budget["charged"] == budget["successful"] + budget["semantic_failures"] <= budget["maximum"]
+    assert budget["attempted"] == budget["charged"] + budget["infrastructure_failures"]
+    attempts = [json.loads(line) for line in (job / "optimization" / "attempts.jsonl").read_text().splitlines()
+                if line] if (job / "optimization" / "attempts.jsonl").exists() else []
+    assert sum(1 for a in attempts if a["charged"]) == budget["charged"]
+    if method != "identity":
+        assert budget["charged"] > 0
+    return budget
+
+
+def assert_card_calls(db: Path) -> None:
+    """Every recorded model call: the logical seed of its (rollout, role, member, turn), the phase's protocol
+    decoding whatever LangGraph sent, marked as a LangGraph call."""
+    seeds = lg_cards.rollout_seeds(db)
+    calls = [c for c in lg_cards.model_calls(db) if not c["node_id"].startswith("reflection/")]  # GEPA's own
+    assert calls
+    for c in calls:
+        rollout = c["node_id"].split("#")[0]
+        assert c["seed"] == c["params"]["seed"] == call_seed(seeds[rollout], c["role"], c["member"], c["turn"])
+        decoding = OPTIMIZATION_DECODING if rollout.startswith("optimize/") else EVALUATION_DECODING
+        params = c["params"]
+        assert (params["temperature"], params["top_p"], params["max_tokens"]) == (
+            decoding["temperature"], decoding["top_p"], decoding["max_tokens"])
+        assert params["repetition_penalty"] == REPETITION_PENALTY
+        assert params["chat_template_kwargs"] == {"enable_thinking": decoding["thinking"]}
+        assert c["framework"] == "langgraph" and isinstance(c["framework_params"], dict)
+        assert not set(c["framework_params"]) & {"temperature", "top_p", "max_tokens", "seed"}
+
+
+@pytest.mark.parametrize("topology", TOPOLOGIES)
+def test_job_identity_and_gepa_on_bfcl(bfcl_sim, tmp_path, topology):
+    for method in ("identity", "gepa"):
+        job = tmp_path / method
+        result = lg_job.run(job, bfcl_sim.base_url, cell(topology), method, budget=12, concurrency=6)
+        assert result["status"] == "completed" and result["cell"]["framework"] == "langgraph"
+        assert_closed_ledger(job, method)
+        db = job / "card.sqlite"
+        assert lg_cards.role_edges(db) == expected_role_edges("bfcl", topology)
+        assert_card_calls(db)
+        phases = {c["node_id"].split("/")[0] for c in lg_cards.model_calls(db)}
+        assert ("optimize" in phases) == (method != "identity")
