@@ -4,6 +4,8 @@
   completes with a closed ledger; the card's agent-turn edges are the protocol's who-reads-whom; every model call
   carries call_seed(rollout seed, role, member, turn) and the protocol's decoding for its phase, with what the
   framework asked kept apart (`framework_params`).
+* Resume: kill -9 a GEPA job (subprocess) half-way through its optimize phase, re-run it: the same artifacts as
+  an uninterrupted run, and no model call recorded before the kill is sent to the endpoint again.
 
 * Comparison with native (issue 17): the same rollouts (rows, rollout seeds, seed bundle) of every topology on
   BFCL (real bfcl-eval data) and MATH (the fixture in its official layout) run natively and on LangGraph: the same
@@ -14,6 +16,12 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -27,6 +35,7 @@ from engine.sim.build import build_policy
 from engine.sim.policy import Policy
 from engine.sim.server import SimServer
 from frameworks.langgraph import RUNTIMES
+from tests.engine.jobutil import comparable, stored_sim_keys
 from tests.frameworks import lg_cards, lg_job
 from topologies.registry import get_topology
 from topologies.teams import team_spec
@@ -167,3 +176,75 @@ def test_job_identity_and_gepa_on_bfcl(bfcl_sim, tmp_path, topology):
         assert_card_calls(db)
         phases = {c["node_id"].split("/")[0] for c in lg_cards.model_calls(db)}
         assert ("optimize" in phases) == (method != "identity")
+
+
+ROOT = Path(__file__).resolve().parents[2]
+RESUME_BUDGET, RESUME_CONCURRENCY = 24, 4
+
+
+def job_cmd(out: Path, url: str, topology: str) -> list[str]:
+    return [sys.executable, "-m", "tests.frameworks.lg_job", str(out), url, cell(topology), "gepa",
+            str(RESUME_BUDGET), str(RESUME_CONCURRENCY)]
+
+
+def artifacts(out: Path) -> dict:
+    return {"optimization": json.loads((out / "optimization.json").read_text()),
+            "curve": (out / "optimization" / "learning_curve.jsonl").read_text(),
+            "selection": json.loads((out / "selection.json").read_text()),
+            "test": json.loads((out / "test.json").read_text()),
+            "result": comparable(json.loads((out / "result.json").read_text()))}
+
+
+def optimize_requests(job: Path) -> int:
+    """Endpoint requests of a finished job's optimize phase (its rollouts' model calls and GEPA's reflections)."""
+    return sum(1 for c in lg_cards.model_calls(job / "card.sqlite")
+               if c["node_id"].startswith(("optimize/", "reflection/")) and not c.get("replayed_from"))
+
+
+def run_subprocess(out: Path, url: str, topology: str) -> None:
+    done = subprocess.run(job_cmd(out, url, topology), cwd=ROOT, capture_output=True, text=True, timeout=280)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+@pytest.mark.parametrize("topology", TOPOLOGIES)
+def test_kill9_mid_optimize_then_rerun_equals_uninterrupted(tmp_path, topology):
+    reference = SimServer(build_policy(["bfcl"]))
+    reference.start()
+    try:
+        lg_job.run(tmp_path / "ref", reference.base_url, cell(topology), "gepa", budget=RESUME_BUDGET,
+                   concurrency=RESUME_CONCURRENCY)
+    finally:
+        reference.stop()
+    sent_once = Counter(e["key"] for e in reference.log)  # a request may legitimately repeat (paired seeds)
+    kill_after = optimize_requests(tmp_path / "ref") // 2
+    assert kill_after >= 4
+
+    server = SimServer(build_policy(["bfcl"]))
+    server.start()
+    try:
+        out = tmp_path / "killed"
+        proc = subprocess.Popen(job_cmd(out, server.base_url, topology), cwd=ROOT, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 120
+        while len(server.log) < kill_after and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.001)
+        assert proc.poll() is None, "the job finished before it could be killed"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        assert not (out / "optimization.json").exists(), "killed after the optimize phase"
+        recorded_before_kill = stored_sim_keys(out / "card.sqlite")
+        assert recorded_before_kill, "some calls were recorded before the kill (their replay is tested)"
+        n_before = len(server.log)
+        run_subprocess(out, server.base_url, topology)
+        log = server.log
+    finally:
+        server.stop()
+
+    assert artifacts(out) == artifacts(tmp_path / "ref")
+    resent = {e["key"] for e in log[n_before:]} & recorded_before_kill
+    assert resent == set(), "a model call recorded before the kill was sent again"
+    twice = [k for k, n in Counter(e["key"] for e in log).items() if n > sent_once[k]]
+    # only requests in flight at the kill may repeat: one agent per running rollout (all replicas or peers of
+    # a round in Independent and Decentralized), plus a reflection call
+    parallel = 4 if topology in ("independent", "decentralized") else 1
+    assert len(twice) <= RESUME_CONCURRENCY * parallel + 1
