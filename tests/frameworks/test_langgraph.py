@@ -6,6 +6,8 @@
   framework asked kept apart (`framework_params`).
 * Resume: kill -9 a GEPA job (subprocess) half-way through its optimize phase, re-run it: the same artifacts as
   an uninterrupted run, and no model call recorded before the kill is sent to the endpoint again.
+* Faults: every fault kind of the simulated endpoint, 20% of requests in all, through the gateway: the GEPA job
+  completes with a closed ledger and no card node left open, in every topology.
 
 * Comparison with native (issue 17): the same rollouts (rows, rollout seeds, seed bundle) of every topology on
   BFCL (real bfcl-eval data) and MATH (the fixture in its official layout) run natively and on LangGraph: the same
@@ -18,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -32,6 +35,7 @@ from core.protocol import EVALUATION_DECODING, OPTIMIZATION_DECODING, REPETITION
 from core.seeds import call_seed
 from core.topology import Topology
 from engine.sim.build import build_policy
+from engine.sim.faults import FAULT_KINDS, FaultPlan
 from engine.sim.policy import Policy
 from engine.sim.server import SimServer
 from frameworks.langgraph import RUNTIMES
@@ -248,3 +252,42 @@ def test_kill9_mid_optimize_then_rerun_equals_uninterrupted(tmp_path, topology):
     # a round in Independent and Decentralized), plus a reflection call
     parallel = 4 if topology in ("independent", "decentralized") else 1
     assert len(twice) <= RESUME_CONCURRENCY * parallel + 1
+
+
+def assert_store_consistent(job: Path) -> None:
+    conn = sqlite3.connect(str(job / "card.sqlite"))
+    try:
+        open_nodes = conn.execute("SELECT node_id, status FROM nodes WHERE status IN ('running', 'pending', "
+                                  "'ready')").fetchall()
+        run_status = conn.execute("SELECT status FROM nodes WHERE level=0").fetchall()
+    finally:
+        conn.close()
+    assert open_nodes == []
+    assert run_status == [("completed",)]
+
+
+@pytest.mark.parametrize("topology", TOPOLOGIES)
+def test_faults_at_20_percent_through_the_gateway(tmp_path, topology):
+    plan = FaultPlan(rates={kind: 0.2 / len(FAULT_KINDS) for kind in FAULT_KINDS}, seed=17, slow_s=1.5)
+    server = SimServer(build_policy(["bfcl"]), faults=plan)
+    server.start()
+    try:
+        job = tmp_path / "job"
+        result = lg_job.run(job, server.base_url, cell(topology), "gepa", budget=10, concurrency=6, timeout=0.75)
+        log = server.log
+    finally:
+        server.stop()
+    assert result["status"] == "completed"
+    faulted = [e for e in log if e.get("fault")]
+    assert faulted, "faults were injected"
+    budget = assert_closed_ledger(job, "gepa")
+    assert budget["charged"] > 0
+    assert_store_consistent(job)
+    conn = sqlite3.connect(str(job / "card.sqlite"))
+    try:
+        records = [json.loads(r) for (r,) in conn.execute("SELECT record FROM rollouts")]
+        failed_calls = conn.execute("SELECT COUNT(*) FROM events WHERE event_type='model_call' AND ok=0").fetchone()[0]
+    finally:
+        conn.close()
+    # the faults reached LangGraph through the gateway and the attempts were retried with the same seed
+    assert failed_calls > 0 and any(r["attempts"] > 1 for r in records)
