@@ -13,8 +13,10 @@ from typing import Any
 
 import anyio
 
+from benchmarks.registry import get_benchmark
 from core.benchmark import Benchmark
-from core.models import RolloutRecord
+from core.models import Row, RolloutRecord
+from core.simulation import SimReply
 from core.protocol import OPTIMIZATION_DECODING
 from core.topology import Topology
 from engine.chat.endpoint import Endpoint, EndpointPool, Timeouts
@@ -23,6 +25,25 @@ from engine.runner import RetryPolicy, RolloutSpec, Runner
 from engine.runtimes import needs_gateway
 from engine.store import Store
 from topologies.prompts import seed_bundle
+
+CALCULATION = {"name": "calculator", "arguments": {"expression": "(7 + 5) * 3"}}
+
+
+def tool_calling_math() -> Benchmark:
+    """The real MATH benchmark (loader, scorer, calculator tool), whose simulated answering agent first calls the
+    calculator whenever it is offered tools (the simulated endpoint then replies "Done." to the tool result): the
+    path on which an agent's tools run."""
+    bench = get_benchmark("math")
+
+    class ToolCallingMath(type(bench)):  # type: ignore[misc]
+        def simulate(self, row: Row, mode: str | None, rng: Any) -> SimReply:
+            reply: SimReply = super().simulate(row, mode, rng)
+            return SimReply(content=reply.content, tool_calls=(CALCULATION,))
+
+    calling: Benchmark = ToolCallingMath.__new__(ToolCallingMath)
+    calling.__dict__.update(bench.__dict__)
+    return calling
+
 
 DECODING = {**OPTIMIZATION_DECODING, "repetition_penalty": 1.05}
 MODEL = "simulated-policy"
@@ -100,14 +121,19 @@ def seeds_per_rollout(db: Path) -> dict[str, Counter[tuple[str, int, int, int]]]
 
 
 def _normalized(request: dict[str, Any]) -> dict[str, Any]:
-    """A request with tool-call arguments parsed (LangChain re-serializes an earlier reply's arguments with other
-    JSON spacing; the arguments themselves are the same)."""
+    """A request with tool-call arguments parsed and tool-call ids numbered in order of appearance. LangChain
+    re-serializes an earlier reply's arguments with other JSON spacing (the arguments are the same); the simulated
+    endpoint derives a call's id from the request's bytes, so the ids of later replies differ with it."""
     out = json.loads(json.dumps(request))
+    ids: dict[str, str] = {}
     for message in out.get("messages", []):
         for call in message.get("tool_calls") or []:
             function = call.get("function", {})
             if isinstance(function.get("arguments"), str):
                 function["arguments"] = json.loads(function["arguments"])
+            call["id"] = ids.setdefault(str(call.get("id")), f"call#{len(ids)}")
+        if message.get("role") == "tool":
+            message["tool_call_id"] = ids.get(str(message.get("tool_call_id")), message.get("tool_call_id"))
     return out
 
 
@@ -125,3 +151,21 @@ def rollout_seeds(db: Path) -> dict[str, int]:
     finally:
         conn.close()
     return {node: int(json.loads(record)["request_seed"]) for node, record in rows}
+
+
+def tool_events(db: Path) -> dict[str, Counter[str]]:
+    """rollout node -> multiset of its tool events (type, agent turn, tool, args or result; the call id is left
+    out: the simulated endpoint derives it from the request's bytes, see `_normalized`)."""
+    conn = sqlite3.connect(str(db))
+    try:
+        rows = conn.execute("SELECT node_id, event_type, payload FROM events WHERE event_type IN "
+                            "('tool_call', 'tool_result')").fetchall()
+    finally:
+        conn.close()
+    out: dict[str, Counter[str]] = {}
+    for node, kind, payload in rows:
+        rollout, agent_turn = node.rsplit("/", 2)[0], "/".join(node.split("/")[-2:])
+        data = json.loads(payload)
+        body = {k: data.get(k) for k in ("tool_name", "args", "content", "is_error")}
+        out.setdefault(rollout, Counter())[json.dumps([kind, agent_turn, body], sort_keys=True)] += 1
+    return out

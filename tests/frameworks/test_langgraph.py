@@ -41,6 +41,7 @@ from engine.sim.server import SimServer
 from frameworks.langgraph import RUNTIMES
 from tests.engine.jobutil import comparable, stored_sim_keys
 from tests.frameworks import lg_cards, lg_job
+from tests.topologies.scripted import fake
 from topologies.registry import get_topology
 from topologies.teams import team_spec
 
@@ -57,17 +58,17 @@ def _bfcl() -> tuple[Benchmark, list]:
     return bench, bench.load_rows(picked[:3])
 
 
-def _math(monkeypatch: pytest.MonkeyPatch) -> tuple[Benchmark, list]:
+def _math(monkeypatch: pytest.MonkeyPatch, calling: bool = False) -> tuple[Benchmark, list]:
     monkeypatch.setenv("MATH_DATA_DIR", str(MATH_FIXTURE))
     from benchmarks.math.loader import load_pool
 
-    bench = get_benchmark("math")
+    bench = lg_cards.tool_calling_math() if calling else get_benchmark("math")
     return bench, list(load_pool(str(MATH_FIXTURE)).values())[:3]
 
 
-@pytest.fixture(params=["bfcl", "math"])
+@pytest.fixture(params=["bfcl", "math", "math_tool_calls"])
 def dataset(request, monkeypatch):
-    bench, rows = _bfcl() if request.param == "bfcl" else _math(monkeypatch)
+    bench, rows = _bfcl() if request.param == "bfcl" else _math(monkeypatch, request.param == "math_tool_calls")
     server = SimServer(Policy({bench.name: (bench, rows)}, model_ids=(lg_cards.MODEL,)))
     server.start()
     try:
@@ -95,31 +96,92 @@ def expected_role_edges(task: str, topology: str) -> set[tuple[str, str]]:
     return {(m, w), (w, m), (m, m)}
 
 
-@pytest.mark.parametrize("topology", TOPOLOGIES)
-def test_same_roles_structure_and_seeds_as_native(dataset, tmp_path, topology):
-    bench, rows, url = dataset
-    n = 1 if topology == "single" else 4
-    native, lg = _pair(topology, n)
-    assert lg.framework == "langgraph" and lg.name == native.name == topology
+def compare(bench: Benchmark, rows: list, url: str, native: Topology, lg: Topology, n: int,
+            tmp_path: Path) -> tuple[Path, Path]:
+    """Run the same rollouts natively and on LangGraph; assert the same agent-turn nodes and edges, the same
+    (role, member, turn, seed) multisets, the same tool events, the same requests and the same outputs."""
+    assert lg.framework == "langgraph" and lg.name == native.name  # type: ignore[attr-defined]
     assert lg.roles(bench.name, n) == native.roles(bench.name, n)
     batch = lg_cards.specs(bench, rows, native, n)
     ran = {}
     for label, top in (("native", native), ("langgraph", lg)):
         db = tmp_path / f"{label}.sqlite"
         records = lg_cards.execute(url, db, top, bench, batch)
-        assert [r.status for r in records] != [] and all(r.status != "infrastructure_failure" for r in records), \
-            [r.error for r in records]
+        assert records and all(r.status != "infrastructure_failure" for r in records), [r.error for r in records]
         ran[label] = (db, records)
     (ndb, nrec), (ldb, lrec) = ran["native"], ran["langgraph"]
     assert lg_cards.role_edges(ldb) == lg_cards.role_edges(ndb)
     assert lg_cards.agent_graph(ldb) == lg_cards.agent_graph(ndb)
     assert lg_cards.seeds_per_rollout(ldb) == lg_cards.seeds_per_rollout(ndb)
-    assert [(r.final_output, r.score) for r in lrec] == [(r.final_output, r.score) for r in nrec]
-    assert lg_cards.role_edges(ldb) == expected_role_edges(bench.name, topology)
-    # the prompts are the native ones, message for message (LangChain only respaces replayed tool arguments)
+    assert lg_cards.tool_events(ldb) == lg_cards.tool_events(ndb)  # the same tools ran, on the same agent turns
+    # the prompts are the native ones, message for message (see lg_cards._normalized for what is normalized)
     assert lg_cards.requests_by_turn(ldb) == lg_cards.requests_by_turn(ndb)
+    assert [(r.final_output, r.score) for r in lrec] == [(r.final_output, r.score) for r in nrec]
     calls = lg_cards.model_calls(ldb)
     assert calls and all(c.get("framework") == "langgraph" for c in calls)
+    return ndb, ldb
+
+
+@pytest.mark.parametrize("topology", TOPOLOGIES)
+def test_same_roles_structure_and_seeds_as_native(dataset, tmp_path, topology):
+    bench, rows, url = dataset
+    n = 1 if topology == "single" else 4
+    native, lg = _pair(topology, n)
+    _, ldb = compare(bench, rows, url, native, lg, n, tmp_path)
+    calling = type(bench) is not type(get_benchmark(bench.name))  # its agents call tools (and read themselves)
+    edges, expected = lg_cards.role_edges(ldb), expected_role_edges(bench.name, topology)
+    if calling:
+        edges, expected = {e for e in edges if e[0] != e[1]}, {e for e in expected if e[0] != e[1]}
+    assert edges == expected
+    if bench.name == "math" and topology != "centralized":  # the calculator ran (the simulated manager never calls it)
+        assert any(lg_cards.tool_events(ldb).values()) == calling
+
+
+@pytest.fixture(scope="module")
+def bfcl_rows():
+    bench, rows = _bfcl()
+    server = SimServer(Policy({bench.name: (bench, rows)}, model_ids=(lg_cards.MODEL,)))
+    server.start()
+    try:
+        yield bench, rows, server.base_url
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize("topology", TOPOLOGIES[1:])
+@pytest.mark.parametrize("communication,n", [("semi_structured", 4), ("structured_soft", 4), ("freeform", 2),
+                                             ("freeform", 8)])
+def test_format_and_team_size_variants_match_native(bfcl_rows, tmp_path, topology, communication, n):
+    """Section 3/2.6 variants (LangGraph only): the re-rendered hand-offs and the team at size n are the native
+    ones."""
+    bench, rows, url = bfcl_rows
+    native = get_topology(topology, n, communication)
+    lg = RUNTIMES[topology](team_size=n, communication=communication)
+    _, ldb = compare(bench, rows[:2], url, native, lg, n, tmp_path)
+    marker = {"semi_structured": "[STATUS]", "structured_soft": "JSON_REPORT:", "freeform": None}[communication]
+    if marker is not None:  # the format contract is in every agent's system prompt
+        assert all(marker in c["request"]["messages"][0]["content"] for c in lg_cards.model_calls(ldb))
+    assert {c["member"] for c in lg_cards.model_calls(ldb)} == (set(range(n)) if topology in (
+        "independent", "decentralized") else {0})
+    roles = {c["role"] for c in lg_cards.model_calls(ldb)}
+    assert roles <= set(native.roles(bench.name, n)) and (topology == "centralized" or roles == set(
+        native.roles(bench.name, n)))
+
+
+def test_report_round_centralized_matches_native(tmp_path):
+    """A team spec in mode report_round (ToolHop's): each worker once, then the manager reads every report."""
+    bench = fake("toolhop")
+    rows = bench.load_rows(list(bench.splits().train[:2]))
+    server = SimServer(Policy({"fake": (bench, rows)}, model_ids=(lg_cards.MODEL,)))
+    server.start()
+    try:
+        _, ldb = compare(bench, rows, server.base_url, get_topology("centralized", 4), RUNTIMES["centralized"](), 4,
+                         tmp_path)
+    finally:
+        server.stop()
+    team = team_spec("toolhop").centralized(4)
+    assert team.mode == "report_round"
+    assert lg_cards.role_edges(ldb) == {(w.name, team.manager) for w in team.workers}
 
 
 @pytest.fixture(scope="module")
