@@ -23,6 +23,8 @@ from engine.chat.endpoint import Endpoint, EndpointPool, Timeouts
 from engine.gateway.server import Gateway
 from engine.runner import RetryPolicy, RolloutSpec, Runner
 from engine.runtimes import needs_gateway
+from engine.sim.policy import Decision, Match, Policy
+from engine.sim.request_text import offered_tool_names
 from engine.store import Store
 from topologies.prompts import seed_bundle
 
@@ -169,3 +171,26 @@ def tool_events(db: Path) -> dict[str, Counter[str]]:
         body = {k: data.get(k) for k in ("tool_name", "args", "content", "is_error")}
         out.setdefault(rollout, Counter())[json.dumps([kind, agent_turn, body], sort_keys=True)] += 1
     return out
+
+
+class ToolLoopPolicy(Policy):
+    """The simulated endpoint, except that any agent offered dataset tools calls the calculator, every time: each
+    tool loop runs to its step limit. A manager offered delegate tools still delegates once (to `delegate`, a
+    worker with tools, when given), then answers; with `endless_manager` it delegates on every turn instead
+    (the turn cap ends the rollout)."""
+
+    def __init__(self, *args: Any, delegate: str | None = None, endless_manager: bool = False, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self.delegate, self.endless_manager = delegate, endless_manager
+
+    def decide(self, body: Any, match: Match | None | bool = False) -> Decision:
+        names = offered_tool_names(body)
+        if self.endless_manager and names and names[0].startswith("delegate_to_"):
+            call = {"name": names[0], "arguments": {"task": "Keep going."}}
+            return Decision("delegate", SimReply(content="Delegating again.", tool_calls=(call,)))
+        if any(n.startswith("delegate_to_") for n in names):
+            first = [t for t in body["tools"] if t["function"]["name"] == f"delegate_to_{self.delegate}"]
+            return super().decide({**body, "tools": first + [t for t in body["tools"] if t not in first]}, match)
+        if names and body.get("tool_choice") != "none":
+            return Decision("answer", SimReply(content="Checking with the calculator.", tool_calls=(CALCULATION,)))
+        return super().decide(body, match)

@@ -353,3 +353,69 @@ def test_faults_at_20_percent_through_the_gateway(tmp_path, topology):
         conn.close()
     # the faults reached LangGraph through the gateway and the attempts were retried with the same seed
     assert failed_calls > 0 and any(r["attempts"] > 1 for r in records)
+
+
+@pytest.mark.parametrize("topology", TOPOLOGIES)
+def test_step_limits_match_native(tmp_path, monkeypatch, topology):
+    """Agents that call a tool on every reply run into their step limits exactly where native agents do: the same
+    number of model calls, the tools of the last reply executed, the same step-limit metadata."""
+    bench, rows = _math(monkeypatch)
+    server = SimServer(lg_cards.ToolLoopPolicy({bench.name: (bench, rows[:2])}, model_ids=(lg_cards.MODEL,),
+                                               delegate="computation_worker"))
+    server.start()
+    n = 1 if topology == "single" else 4
+    try:
+        native, lg = _pair(topology, n)
+        _, ldb = compare(bench, rows[:2], server.base_url, native, lg, n, tmp_path)
+    finally:
+        server.stop()
+    calls = lg_cards.model_calls(ldb)
+    tools = lg_cards.tool_events(ldb)
+    if topology == "single":
+        from topologies.single import step_limit
+
+        per_rollout = Counter(c["node_id"].rsplit("/", 2)[0] for c in calls)
+        assert set(per_rollout.values()) == {step_limit(bench)}
+        # every reply called the calculator, the last one's call ran too
+        assert all(sum(1 for e in t if '"tool_call"' in e) == step_limit(bench) for t in tools.values())
+    if topology == "centralized":  # the delegated worker ran its tool loop to its step limit
+        team = team_spec("math").centralized(4)
+        worker_calls = Counter(c["node_id"].rsplit("/", 2)[0] for c in calls if c["role"] == "computation_worker")
+        assert set(worker_calls.values()) == {min(team.worker_step_limit, team.max_turns - 1)}
+    assert any(tools.values())
+
+
+def test_centralized_turn_cap_matches_native(bfcl_rows, tmp_path):
+    """A manager that never says TERMINATE: the turn cap (BFCL's, every agent call counted) ends the rollout at the
+    same call as native, including a delegation chosen on the last turn, which is not run."""
+    bench, rows, _ = bfcl_rows
+    server = SimServer(lg_cards.ToolLoopPolicy({bench.name: (bench, rows[:2])}, model_ids=(lg_cards.MODEL,),
+                                               endless_manager=True))
+    server.start()
+    try:
+        _, ldb = compare(bench, rows[:2], server.base_url, get_topology("centralized", 4), RUNTIMES["centralized"](),
+                         4, tmp_path)
+    finally:
+        server.stop()
+    cap = team_spec("bfcl").centralized(4).max_turns
+    per_rollout = Counter(c["node_id"].rsplit("/", 2)[0] for c in lg_cards.model_calls(ldb))
+    assert set(per_rollout.values()) == {cap}
+
+
+def test_single_answer_request_matches_native(tmp_path):
+    """A benchmark with an answer request (ToolHop's "<answer>" tag): a final message without the marker gets one
+    more call on the solver's route, reading its last call, exactly as natively."""
+    bench = fake("toolhop")
+    real = get_benchmark("toolhop")
+    bench.answer_request, bench.answer_marker = real.answer_request, real.answer_marker  # type: ignore[misc]
+    rows = bench.load_rows(list(bench.splits().train[:2]))
+    server = SimServer(Policy({"fake": (bench, rows)}, model_ids=(lg_cards.MODEL,)))
+    server.start()
+    try:
+        _, ldb = compare(bench, rows, server.base_url, get_topology("single", 1), RUNTIMES["single"](), 1, tmp_path)
+    finally:
+        server.stop()
+    calls = lg_cards.model_calls(ldb)
+    assert sorted(c["turn"] for c in calls) == [0, 0, 1, 1]
+    assert all(real.answer_request in c["request"]["messages"][-1]["content"] for c in calls if c["turn"] == 1)
+    assert lg_cards.role_edges(ldb) == {("solver", "solver")}
