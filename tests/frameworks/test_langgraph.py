@@ -245,7 +245,7 @@ def test_job_identity_and_gepa_on_bfcl(bfcl_sim, tmp_path, topology):
 
 
 ROOT = Path(__file__).resolve().parents[2]
-RESUME_BUDGET, RESUME_CONCURRENCY = 24, 4
+RESUME_BUDGET, RESUME_CONCURRENCY = 12, 4
 
 
 def job_cmd(out: Path, url: str, topology: str) -> list[str]:
