@@ -11,6 +11,9 @@ steps, not model calls; the native step limits would not carry over.)
 The ToolNode's tool-call interceptor sends each call to the gateway (`call_tool`), one at a time in the reply's
 order (ToolNode would otherwise run them concurrently), with the call's id, so the recorded tool events are the
 native ones. What an episode said is read back from the gateway (`calls()`), not from LangChain's objects.
+
+Known difference: a tool call whose arguments are not JSON is set aside by LangChain (`invalid_tool_calls`), so
+the episode ends at that reply, where a native agent would run the call and get a tool error back.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from core.benchmark import Benchmark
 from core.contracts import ContractPolicy, wrap_answering_prompt
 from core.framework import FrameworkContext
 from core.models import AgentOutput, PromptBundle, Row
-from frameworks.langgraph.agent import FRAMEWORK, open_team, react, start_messages
+from frameworks.langgraph.agent import FRAMEWORK, episode, open_team, react, start_messages
 from topologies.messages import editable, finish_output, tools_for
 from topologies.single import ROLE, answer_request, step_limit
 
@@ -48,7 +48,7 @@ class LangGraphSingle:
             if request is not None:  # one more call on the solver's route, reading its last call
                 team.gw.feed(ROLE, 0, (turn.node_id,))
                 await team.model(ROLE, 0).ainvoke([*messages, *added, HumanMessage(content=request)])
-                text = team.gw.calls()[-1].content
+                text = episode(team, ROLE, 0, len(turn.nodes), native_call_answer=False).text
                 asked = True
         meta: dict[str, Any] = {}
         if turn.last_tool_result is not None:
