@@ -35,7 +35,7 @@ from core.protocol import EVALUATION_DECODING, OPTIMIZATION_DECODING, REPETITION
 from core.seeds import call_seed
 from core.topology import Topology
 from engine.sim.build import build_policy
-from engine.sim.faults import FAULT_KINDS, FaultPlan
+from engine.sim.faults import FAULT_KINDS, FaultPlan, ScheduledFault
 from engine.sim.policy import Policy
 from engine.sim.server import SimServer
 from frameworks.langgraph import RUNTIMES
@@ -419,3 +419,25 @@ def test_single_answer_request_matches_native(tmp_path):
     assert sorted(c["turn"] for c in calls) == [0, 0, 1, 1]
     assert all(real.answer_request in c["request"]["messages"][-1]["content"] for c in calls if c["turn"] == 1)
     assert lg_cards.role_edges(ldb) == {("solver", "solver")}
+
+
+def test_independent_wall_clock_cap_makes_a_late_replica_abstain(tmp_path):
+    """A replica past the per-row wall-clock cap is cancelled inside LangGraph (its HTTP request abandoned) and
+    abstains; the attempt itself is fine and the vote runs over the others, as natively."""
+    bench = fake("gpqa")
+    bench.independent_wall_clock_s = 1.0  # type: ignore[misc]
+    rows = bench.load_rows(list(bench.splits().train[:1]))
+    plan = FaultPlan(schedule=[ScheduledFault(kind="slow", nth=1)], slow_s=4.0)  # the 2nd request to arrive hangs
+    server = SimServer(Policy({"fake": (bench, rows)}, model_ids=(lg_cards.MODEL,)), faults=plan)
+    server.start()
+    try:
+        lg = RUNTIMES["independent"]()
+        records = lg_cards.execute(server.base_url, tmp_path / "lg.sqlite", lg, bench,
+                                   lg_cards.specs(bench, rows, lg, 4))
+    finally:
+        server.stop()
+    (record,) = records
+    assert record.status in ("success", "semantic_failure") and record.error is None
+    meta = record.final_output.metadata
+    assert len(meta["timed_out_members"]) == 1 and meta["wall_clock_cap_s"] == 1.0
+    assert meta["vote"]["selected_member"] not in meta["timed_out_members"]
