@@ -1,5 +1,12 @@
 """LangGraph runtimes (frameworks/langgraph) on the real engine: gateway, runner, store, simulated endpoint.
 
+* Comparison with native (issue 17): the same rollouts (rows, rollout seeds, seed bundle) of every topology run
+  natively and on LangGraph, on BFCL (real bfcl-eval data), MATH (the fixture in its official layout) and MATH with
+  agents that call the calculator: the same roles called in the same dependency structure (role-level read edges
+  equal, and the protocol's; node-level too), the same multiset of (role, member, turn, request seed) per rollout,
+  the same tool events, the same requests and the same outputs. Also for the communication formats and team sizes
+  2 and 8, the report-round centralized team, tool loops run into their step limits, the centralized turn cap,
+  Single's answer request; Independent's wall-clock cap on LangGraph.
 * Jobs: every topology, method `identity` and GEPA (small budget), on a slice of the real BFCL splits: the job
   completes with a closed ledger; the card's agent-turn edges are the protocol's who-reads-whom; every model call
   carries call_seed(rollout seed, role, member, turn) and the protocol's decoding for its phase, with what the
@@ -8,11 +15,6 @@
   an uninterrupted run, and no model call recorded before the kill is sent to the endpoint again.
 * Faults: every fault kind of the simulated endpoint, 20% of requests in all, through the gateway: the GEPA job
   completes with a closed ledger and no card node left open, in every topology.
-
-* Comparison with native (issue 17): the same rollouts (rows, rollout seeds, seed bundle) of every topology on
-  BFCL (real bfcl-eval data) and MATH (the fixture in its official layout) run natively and on LangGraph: the same
-  roles called in the same dependency structure (role-level read edges equal, and here even node-level), the
-  same multiset of (role, member, turn, request seed) per rollout, and the same outputs.
 """
 
 from __future__ import annotations
