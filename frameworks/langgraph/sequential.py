@@ -1,0 +1,96 @@
+"""Sequential on LangGraph: a StateGraph of n stage nodes in a line (protocol-v1 section 2.3).
+
+Mirrors topologies/sequential.py: stage k's user message is its team-spec template followed by every earlier
+stage's output as "PRIOR STAGE: <role>" blocks (`topologies.sequential.stage_message`, re-rendered into the
+communication format), its first model call reads all earlier stages' last nodes, only the last stage carries the
+output contract and its output is the answer. A stage with tools is a ReAct graph, the others one model call.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+from langgraph.graph import END, START, StateGraph
+
+from core.benchmark import Benchmark, rerenders_handoffs
+from core.communication import CommunicationLog
+from core.contracts import ContractPolicy
+from core.framework import FrameworkContext
+from core.models import AgentOutput, PromptBundle, Row
+from frameworks.langgraph.agent import FRAMEWORK, Team, open_team, react, start_messages
+from topologies.messages import editable, finish_output, system_prompt, tools_for
+from topologies.sequential import stage_message
+from topologies.teams import Stage, check_team_size, team_spec
+
+
+class PipelineState(TypedDict):
+    prior: list[tuple[str, str]]  # (role, re-rendered output) of the stages so far
+    nodes: list[str]  # each finished stage's last node
+    role_outputs: dict[str, str | None]
+    text: str | None
+    step_limited: list[str]
+    last_tool_result: str | None
+
+
+class LangGraphSequential:
+    name = "sequential"
+    framework = FRAMEWORK
+
+    def __init__(self, team_size: int = 4, communication: str = "freeform", contract_version: int = 1):
+        self.team_size = check_team_size(self.name, team_size)
+        self.communication = communication
+        self.policy = ContractPolicy(contract_version)
+        CommunicationLog(communication)
+
+    def roles(self, task: str, team_size: int) -> list[str]:
+        return [stage.role for stage in team_spec(task).stages(team_size)]
+
+    async def run(self, row: Row, bundle: PromptBundle, ctx: FrameworkContext, bench: Benchmark) -> AgentOutput:
+        stages = team_spec(bench.name).stages(self.team_size)
+        comm = CommunicationLog(self.communication, bench.report_vocabulary,
+                                rerender=rerenders_handoffs(bench, self.name))
+        async with open_team(ctx) as team:
+            graph = StateGraph(PipelineState)
+            names = [f"stage_{i}_{s.role}" for i, s in enumerate(stages)]
+            for index, stage in enumerate(stages):
+                graph.add_node(names[index], self._stage_node(team, row, bundle, bench, comm, stage,
+                                                              last=index == len(stages) - 1))
+            for a, b in zip([START, *names], [*names, END]):
+                graph.add_edge(a, b)
+            state = await graph.compile().ainvoke(
+                {"prior": [], "nodes": [], "role_outputs": {}, "text": None, "step_limited": [],
+                 "last_tool_result": None}, config={"recursion_limit": len(stages) + 2})
+        metadata: dict[str, Any] = {"team_size": self.team_size, "stages": [s.role for s in stages],
+                                    **comm.metadata(), "role_outputs": state["role_outputs"]}
+        if state["step_limited"]:
+            metadata["step_limit_stages"] = state["step_limited"]
+        if state["last_tool_result"] is not None:
+            metadata["last_tool_result"] = state["last_tool_result"]
+        output = AgentOutput(text=state["text"], selected_member=0, metadata=metadata)
+        return await finish_output(bench, row, ctx, output)
+
+    def _stage_node(self, team: Team, row: Row, bundle: PromptBundle, bench: Benchmark, comm: CommunicationLog,
+                    stage: Stage, last: bool) -> Any:
+        native_tools = [] if bench.answer_is_native_call else tools_for(bench, row, self.name)
+        limit = team_spec(bench.name).stage_step_limit()
+        system = system_prompt(editable(bundle, stage.role), answering=last, bench=bench, comm=comm, role=stage.role,
+                               policy=self.policy)
+
+        async def run_stage(state: PipelineState) -> dict[str, Any]:
+            user = stage_message(stage.user_message(bench.render_task(row)), state["prior"])
+            turn, _ = await react(team, role=stage.role, member=0, messages=start_messages(system, user),
+                                  tools=native_tools if stage.tools and native_tools else None,
+                                  reads=tuple(state["nodes"]),
+                                  max_steps=limit if stage.tools and native_tools else 1)
+            comm.report(f"{stage.role}.0", turn.text)
+            update: dict[str, Any] = {"nodes": [*state["nodes"], turn.node_id], "text": turn.text,
+                                      "role_outputs": {**state["role_outputs"], stage.role: turn.text}}
+            if turn.stop:
+                update["step_limited"] = [*state["step_limited"], stage.role]
+            if turn.last_tool_result is not None:
+                update["last_tool_result"] = turn.last_tool_result
+            if not last:
+                update["prior"] = [*state["prior"], (stage.role, comm.handoff(stage.role, turn.text))]
+            return update
+
+        return run_stage
