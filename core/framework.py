@@ -16,8 +16,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
+from core.errors import ContractError
 from core.topology import AgentContext
 
 ReadsFn = Callable[[], Sequence[str]]
@@ -66,7 +67,15 @@ class GatewaySession(Protocol):
                            call_id: str | None = None) -> str: ...
 
 
+@runtime_checkable
 class FrameworkContext(AgentContext, Protocol):
     """The agent context a framework runtime receives: the usual recorded chat plus the gateway."""
 
     def gateway(self, framework: str) -> AbstractAsyncContextManager[GatewaySession]: ...
+
+
+def open_gateway(ctx: AgentContext, framework: str) -> AbstractAsyncContextManager[GatewaySession]:
+    """The rollout attempt's gateway session; a context without one breaks the runtime's contract."""
+    if not isinstance(ctx, FrameworkContext):
+        raise ContractError(f"the {framework} runtime needs the recording gateway (a framework context)")
+    return ctx.gateway(framework)

@@ -33,14 +33,14 @@ from openai import AsyncOpenAI  # noqa: E402
 
 from core.benchmark import Benchmark, rerenders_handoffs  # noqa: E402
 from core.communication import CommunicationLog  # noqa: E402
-from core.contracts import ContractPolicy  # noqa: E402
-from core.framework import FrameworkContext, GatewaySession  # noqa: E402
+from core.framework import GatewaySession, open_gateway  # noqa: E402
+from core.topology import AgentContext  # noqa: E402
 from core.models import AgentOutput, PromptBundle, Row  # noqa: E402
 from core.voting import majority_vote  # noqa: E402
 from frameworks.loopback import async_http_client  # noqa: E402
-from topologies.decentralized import peers_message  # noqa: E402
+from topologies.decentralized import Decentralized, peers_message  # noqa: E402
 from topologies.messages import editable, finish_output, system_prompt, tools_for  # noqa: E402
-from topologies.teams import check_team_size, team_spec  # noqa: E402
+from topologies.teams import team_spec  # noqa: E402
 
 set_tracing_disabled(True)
 
@@ -83,25 +83,14 @@ def last_content(gateway: GatewaySession, role: str, member: int) -> str | None:
     return content
 
 
-class SdkDecentralized:
+class SdkDecentralized(Decentralized):
     name = "decentralized"
     framework = FRAMEWORK
     # the SDK agents' model settings (the SDK's defaults unless set); the gateway sends the protocol's decoding
     # instead and records what the SDK asked as the call's `framework_params`
     model_settings: ClassVar[ModelSettings] = ModelSettings()
 
-    def __init__(self, team_size: int = 4, communication: str = "freeform", contract_version: int = 1,
-                 rounds: int | None = None):
-        self.team_size = check_team_size(self.name, team_size)
-        self.communication = communication
-        self.policy = ContractPolicy(contract_version)
-        self.rounds = rounds
-        CommunicationLog(communication)
-
-    def roles(self, task: str, team_size: int) -> list[str]:
-        return [team_spec(task).debater_role()]
-
-    async def run(self, row: Row, bundle: PromptBundle, ctx: FrameworkContext, bench: Benchmark) -> AgentOutput:
+    async def run(self, row: Row, bundle: PromptBundle, ctx: AgentContext, bench: Benchmark) -> AgentOutput:
         spec = team_spec(bench.name)
         role = spec.debater_role()
         rounds = self.rounds if self.rounds is not None else spec.rounds()
@@ -114,7 +103,7 @@ class SdkDecentralized:
         schemas = [] if bench.answer_is_native_call else tools_for(bench, row, self.name)
         max_turns = spec.debate_step_limit() if schemas else 1
         step_limited: set[int] = set()
-        async with ctx.gateway(FRAMEWORK) as gw:
+        async with open_gateway(ctx, FRAMEWORK) as gw:
             agents: list[Agent[Any]] = []
             clients: list[AsyncOpenAI] = []
             for member in range(n):

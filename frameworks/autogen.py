@@ -49,16 +49,14 @@ from pydantic import BaseModel, ConfigDict  # noqa: E402
 
 from core.benchmark import Benchmark, rerenders_handoffs  # noqa: E402
 from core.communication import CommunicationLog  # noqa: E402
-from core.contracts import ContractPolicy  # noqa: E402
-from core.errors import ContractError  # noqa: E402
-from core.framework import AgentLink, FrameworkContext, GatewaySession  # noqa: E402
+from core.framework import AgentLink, GatewaySession, open_gateway  # noqa: E402
 from core.models import AgentOutput, PromptBundle, Row  # noqa: E402
 from core.topology import AgentContext  # noqa: E402
-from topologies.centralized import (DELEGATE_PREFIX, TERMINATE, delegate_tool, manager_extension,  # noqa: E402
-                                    strip_terminate)
+from topologies.centralized import (DELEGATE_PREFIX, TERMINATE, Centralized, delegate_tool,  # noqa: E402
+                                    manager_extension, strip_terminate)
 from topologies.messages import editable, finish_output, system_prompt, tools_for  # noqa: E402
 from topologies.report_round import report_round  # noqa: E402
-from topologies.teams import CentralizedTeam, check_team_size, team_spec  # noqa: E402
+from topologies.teams import CentralizedTeam, team_spec  # noqa: E402
 
 SELECTOR = "selector"
 MODEL_INFO = ModelInfo(vision=False, function_calling=True, json_output=False, family=ModelFamily.UNKNOWN,
@@ -164,19 +162,9 @@ def _client(link: AgentLink, http: httpx.AsyncClient) -> OpenAIChatCompletionCli
                                       model_info=MODEL_INFO, max_retries=0, timeout=CLIENT_TIMEOUT_S, **shared)
 
 
-class AutogenCentralized:
+class AutogenCentralized(Centralized):
     name = "centralized"
     framework = "autogen"
-
-    def __init__(self, team_size: int = 4, communication: str = "freeform", contract_version: int = 1):
-        self.team_size = check_team_size(self.name, team_size)
-        self.communication = communication
-        self.policy = ContractPolicy(contract_version)
-        CommunicationLog(communication)
-
-    def roles(self, task: str, team_size: int) -> list[str]:
-        team = team_spec(task).centralized(team_size)
-        return [team.manager, *(w.name for w in team.workers)]
 
     async def run(self, row: Row, bundle: PromptBundle, ctx: AgentContext, bench: Benchmark) -> AgentOutput:
         team = team_spec(bench.name).centralized(self.team_size)
@@ -187,11 +175,9 @@ class AutogenCentralized:
             output, outputs = await report_round(team, row, bundle, ctx, bench, comm, self.policy, native)
             metadata = {**output.metadata, "role_outputs": outputs, "framework": self.framework}
             return await finish_output(bench, row, ctx, output.model_copy(update={"metadata": metadata}))
-        if not callable(getattr(ctx, "gateway", None)):
-            raise ContractError("the autogen runtime needs the recording gateway (a framework context)")
-        async with cast(FrameworkContext, ctx).gateway(self.framework) as gw:
+        async with open_gateway(ctx, self.framework) as gw:
             speakers, tool_results, selections = await self._group_chat(row, bundle, bench, team, comm, native, gw)
-            output = self._output(row, bench, team, comm, gw, speakers, tool_results, selections)
+            output = self._group_output(row, bench, team, comm, gw, speakers, tool_results, selections)
         return await finish_output(bench, row, ctx, output)
 
     def _agents(self, bundle: PromptBundle, bench: Benchmark, team: CentralizedTeam, comm: CommunicationLog,
@@ -249,7 +235,7 @@ class AutogenCentralized:
                 comm.report(f"{message.source}.0", strip_terminate(message.to_model_text()))
         return [m.source for m in said], results, len(gw.nodes(SELECTOR))
 
-    def _output(self, row: Row, bench: Benchmark, team: CentralizedTeam, comm: CommunicationLog,
+    def _group_output(self, row: Row, bench: Benchmark, team: CentralizedTeam, comm: CommunicationLog,
                 gw: GatewaySession, speakers: list[str], tool_results: list[str], selections: int) -> AgentOutput:
         workers = {w.name for w in team.workers}
         calls = [c for c in gw.calls() if c.role != SELECTOR]

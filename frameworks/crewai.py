@@ -39,11 +39,12 @@ from crewai.agents.agent_builder.base_agent import BaseAgent
 
 from core.benchmark import Benchmark, rerenders_handoffs
 from core.communication import CommunicationLog
-from core.contracts import ContractPolicy
-from core.framework import AgentLink, FrameworkContext, GatewaySession
+from core.framework import AgentLink, GatewaySession, open_gateway
+from core.topology import AgentContext
 from core.models import AgentOutput, PromptBundle, Row
 from topologies.messages import editable, finish_output, system_prompt, tools_for
-from topologies.teams import check_team_size, team_spec
+from topologies.teams import team_spec
+from topologies.sequential import Sequential
 
 FRAMEWORK = "crewai"
 STAGE_GOAL = "Carry out the {role} stage of the team's task."
@@ -65,21 +66,12 @@ def final_texts(gateway: GatewaySession, roles: Sequence[str]) -> dict[str, str 
     return texts
 
 
-class CrewSequential:
+class CrewSequential(Sequential):
     name = "sequential"
     framework = FRAMEWORK
     # sampling options a CrewAI user sets on the LLM (none by default); the gateway sends the protocol's decoding
     # instead and records these as the call's `framework_params`
     llm_options: ClassVar[dict[str, Any]] = {}
-
-    def __init__(self, team_size: int = 4, communication: str = "freeform", contract_version: int = 1):
-        self.team_size = check_team_size(self.name, team_size)
-        self.communication = communication
-        self.policy = ContractPolicy(contract_version)
-        CommunicationLog(communication)
-
-    def roles(self, task: str, team_size: int) -> list[str]:
-        return [stage.role for stage in team_spec(task).stages(team_size)]
 
     def _crew(self, gw: GatewaySession, links: Sequence[AgentLink], token: Any, row: Row, bundle: PromptBundle,
               bench: Benchmark, comm: CommunicationLog, tool_errors: list[BaseException]) -> RecordedCrew:
@@ -115,13 +107,13 @@ class CrewSequential:
         finally:
             close_clients(crew)
 
-    async def run(self, row: Row, bundle: PromptBundle, ctx: FrameworkContext, bench: Benchmark) -> AgentOutput:
+    async def run(self, row: Row, bundle: PromptBundle, ctx: AgentContext, bench: Benchmark) -> AgentOutput:
         comm = CommunicationLog(self.communication, bench.report_vocabulary,
                                 rerender=rerenders_handoffs(bench, self.name))
         stages = [s.role for s in team_spec(bench.name).stages(self.team_size)]
         tool_errors: list[BaseException] = []
         stopped: dict[str, str] | None = None
-        async with ctx.gateway(FRAMEWORK) as gw:
+        async with open_gateway(ctx, FRAMEWORK) as gw:
             links = [gw.agent(role, 0, reads=partial(last_nodes, gw, stages[:index]))
                      for index, role in enumerate(stages)]  # stage k's first call reads every earlier stage
             token = anyio.lowlevel.current_token()

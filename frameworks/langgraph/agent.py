@@ -32,7 +32,8 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.prebuilt import ToolNode
 
-from core.framework import FrameworkContext, GatewaySession
+from core.framework import GatewaySession, open_gateway
+from core.topology import AgentContext
 from topologies.messages import AgentTurn
 
 FRAMEWORK = "langgraph"
@@ -79,8 +80,9 @@ class Team:
 
 
 @asynccontextmanager
-async def open_team(ctx: FrameworkContext) -> AsyncIterator[Team]:
-    async with ctx.gateway(FRAMEWORK) as gw, httpx.AsyncClient(trust_env=False, verify=False, timeout=None) as http:
+async def open_team(ctx: AgentContext) -> AsyncIterator[Team]:
+    async with (open_gateway(ctx, FRAMEWORK) as gw,
+                httpx.AsyncClient(trust_env=False, verify=False, timeout=None) as http):
         yield Team(gw, http)
 
 

@@ -22,36 +22,25 @@ from langgraph.graph.message import add_messages
 
 from core.benchmark import Benchmark, rerenders_handoffs
 from core.communication import CommunicationLog
-from core.contracts import ContractPolicy
-from core.framework import FrameworkContext
+from core.topology import AgentContext
 from core.models import AgentOutput, PromptBundle, Row
 from frameworks.langgraph.agent import FRAMEWORK, Team, open_team, react, start_messages, tool_node
 from frameworks.langgraph.report_round import run_report_round
-from topologies.centralized import (DELEGATE_PREFIX, NUDGE, TERMINATE, delegate_tool, manager_extension,
+from topologies.centralized import (DELEGATE_PREFIX, NUDGE, TERMINATE, Centralized, delegate_tool, manager_extension,
                                     strip_terminate, worker_view)
 from topologies.messages import call_arguments, editable, finish_output, system_prompt, tools_for
-from topologies.teams import CentralizedTeam, Worker, check_team_size, team_spec
+from topologies.teams import CentralizedTeam, Worker, team_spec
 
 
 class HubState(TypedDict):
     messages: Annotated[list[AnyMessage], add_messages]  # the manager's conversation
 
 
-class LangGraphCentralized:
+class LangGraphCentralized(Centralized):
     name = "centralized"
     framework = FRAMEWORK
 
-    def __init__(self, team_size: int = 4, communication: str = "freeform", contract_version: int = 1):
-        self.team_size = check_team_size(self.name, team_size)
-        self.communication = communication
-        self.policy = ContractPolicy(contract_version)
-        CommunicationLog(communication)
-
-    def roles(self, task: str, team_size: int) -> list[str]:
-        team = team_spec(task).centralized(team_size)
-        return [team.manager, *(w.name for w in team.workers)]
-
-    async def run(self, row: Row, bundle: PromptBundle, ctx: FrameworkContext, bench: Benchmark) -> AgentOutput:
+    async def run(self, row: Row, bundle: PromptBundle, ctx: AgentContext, bench: Benchmark) -> AgentOutput:
         team = team_spec(bench.name).centralized(self.team_size)
         comm = CommunicationLog(self.communication, bench.report_vocabulary,
                                 rerender=rerenders_handoffs(bench, self.name))

@@ -18,14 +18,13 @@ from langgraph.graph import END, START, StateGraph
 
 from core.benchmark import Benchmark, rerenders_handoffs
 from core.communication import CommunicationLog
-from core.contracts import ContractPolicy
-from core.framework import FrameworkContext
+from core.topology import AgentContext
 from core.models import AgentOutput, PromptBundle, Row
 from core.voting import majority_vote
 from frameworks.langgraph.agent import FRAMEWORK, Team, open_team, react, start_messages
-from topologies.decentralized import peers_message
+from topologies.decentralized import Decentralized, peers_message
 from topologies.messages import AgentTurn, editable, finish_output, system_prompt, tools_for
-from topologies.teams import check_team_size, team_spec
+from topologies.teams import team_spec
 
 
 class DebateState(TypedDict):
@@ -34,22 +33,11 @@ class DebateState(TypedDict):
     last_tool_result: list[str | None]
 
 
-class LangGraphDecentralized:
+class LangGraphDecentralized(Decentralized):
     name = "decentralized"
     framework = FRAMEWORK
 
-    def __init__(self, team_size: int = 4, communication: str = "freeform", rounds: int | None = None,
-                 contract_version: int = 1):
-        self.team_size = check_team_size(self.name, team_size)
-        self.communication = communication
-        self.policy = ContractPolicy(contract_version)
-        self.rounds = rounds
-        CommunicationLog(communication)
-
-    def roles(self, task: str, team_size: int) -> list[str]:
-        return [team_spec(task).debater_role()]
-
-    async def run(self, row: Row, bundle: PromptBundle, ctx: FrameworkContext, bench: Benchmark) -> AgentOutput:
+    async def run(self, row: Row, bundle: PromptBundle, ctx: AgentContext, bench: Benchmark) -> AgentOutput:
         spec = team_spec(bench.name)
         role = spec.debater_role()
         rounds = self.rounds if self.rounds is not None else spec.rounds()

@@ -15,29 +15,20 @@ import anyio
 
 from core.benchmark import Benchmark
 from core.communication import CommunicationLog
-from core.contracts import ContractPolicy
-from core.framework import FrameworkContext
+from core.topology import AgentContext
 from core.models import AgentOutput, PromptBundle, Row
 from core.voting import majority_vote
 from frameworks.langgraph.agent import FRAMEWORK, Team, open_team, react, start_messages
 from topologies.messages import AgentTurn, editable, finish_output, system_prompt, tools_for
-from topologies.teams import check_team_size, team_spec
+from topologies.teams import team_spec
+from topologies.independent import Independent
 
 
-class LangGraphIndependent:
+class LangGraphIndependent(Independent):
     name = "independent"
     framework = FRAMEWORK
 
-    def __init__(self, team_size: int = 4, communication: str = "freeform", contract_version: int = 1):
-        self.team_size = check_team_size(self.name, team_size)
-        self.communication = communication
-        self.policy = ContractPolicy(contract_version)
-        CommunicationLog(communication)
-
-    def roles(self, task: str, team_size: int) -> list[str]:
-        return [team_spec(task).independent_role()]
-
-    async def run(self, row: Row, bundle: PromptBundle, ctx: FrameworkContext, bench: Benchmark) -> AgentOutput:
+    async def run(self, row: Row, bundle: PromptBundle, ctx: AgentContext, bench: Benchmark) -> AgentOutput:
         spec = team_spec(bench.name)
         role = spec.independent_role()
         comm = CommunicationLog(self.communication, bench.report_vocabulary, rerender=False)
@@ -63,7 +54,7 @@ class LangGraphIndependent:
                     tg.start_soon(replica, team, member)
         return await self._vote(row, ctx, bench, role, comm, turns, cap)
 
-    async def _vote(self, row: Row, ctx: FrameworkContext, bench: Benchmark, role: str, comm: CommunicationLog,
+    async def _vote(self, row: Row, ctx: AgentContext, bench: Benchmark, role: str, comm: CommunicationLog,
                     turns: list[AgentTurn | None], cap: float | None) -> AgentOutput:
         outputs = [AgentOutput(text=None if t is None else t.text, tool_calls=() if t is None else t.tool_calls,
                                selected_member=i) for i, t in enumerate(turns)]

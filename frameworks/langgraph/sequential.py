@@ -14,13 +14,12 @@ from langgraph.graph import END, START, StateGraph
 
 from core.benchmark import Benchmark, rerenders_handoffs
 from core.communication import CommunicationLog
-from core.contracts import ContractPolicy
-from core.framework import FrameworkContext
+from core.topology import AgentContext
 from core.models import AgentOutput, PromptBundle, Row
 from frameworks.langgraph.agent import FRAMEWORK, Team, open_team, react, start_messages
 from topologies.messages import editable, finish_output, system_prompt, tools_for
-from topologies.sequential import stage_message
-from topologies.teams import Stage, check_team_size, team_spec
+from topologies.sequential import Sequential, stage_message
+from topologies.teams import Stage, team_spec
 
 
 class PipelineState(TypedDict):
@@ -32,20 +31,11 @@ class PipelineState(TypedDict):
     last_tool_result: str | None
 
 
-class LangGraphSequential:
+class LangGraphSequential(Sequential):
     name = "sequential"
     framework = FRAMEWORK
 
-    def __init__(self, team_size: int = 4, communication: str = "freeform", contract_version: int = 1):
-        self.team_size = check_team_size(self.name, team_size)
-        self.communication = communication
-        self.policy = ContractPolicy(contract_version)
-        CommunicationLog(communication)
-
-    def roles(self, task: str, team_size: int) -> list[str]:
-        return [stage.role for stage in team_spec(task).stages(team_size)]
-
-    async def run(self, row: Row, bundle: PromptBundle, ctx: FrameworkContext, bench: Benchmark) -> AgentOutput:
+    async def run(self, row: Row, bundle: PromptBundle, ctx: AgentContext, bench: Benchmark) -> AgentOutput:
         stages = team_spec(bench.name).stages(self.team_size)
         comm = CommunicationLog(self.communication, bench.report_vocabulary,
                                 rerender=rerenders_handoffs(bench, self.name))
