@@ -166,8 +166,10 @@ class _Attempt:
 def _mismatch(recorded: dict[str, Any], body: dict[str, Any]) -> dict[str, str] | None:
     """Both request hashes of a call replayed by a logical key (a framework's turn) whose request differs from the
     recorded one, so the card shows the divergence; None when they agree or when replayed by content."""
-    recorded_hash, now = recorded.get("request_sha256"), content_hash(body)
-    return None if recorded_hash in (None, now) else {"recorded_request_sha256": recorded_hash, "request_sha256": now}
+    if (recorded_hash := recorded.get("request_sha256")) is None:  # replayed by content: nothing to compare
+        return None
+    now = content_hash(body)
+    return None if now == recorded_hash else {"recorded_request_sha256": recorded_hash, "request_sha256": now}
 
 
 class Recorder:
