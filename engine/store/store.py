@@ -1,12 +1,13 @@
-"""The job's store: one SQLite file in WAL mode, written by exactly one writer task.
+"""The job's store: one SQLite file in WAL mode, written by exactly one writer thread (engine/store/writer.py).
 
 Producers hand the writer small operations and await their commit, so a model call is durable before its result
-is used. The writer drains everything queued, runs it in one transaction (a savepoint per operation), commits,
-then wakes the producers: batching keeps per-call CPU low under high concurrency.
+is used. The writer drains everything queued, runs it in one transaction, commits, then wakes the producers:
+batching keeps per-call CPU low under high concurrency. A producer may also queue an operation and await its
+commit later (`submit`): the writer is FIFO, so a later operation's commit implies this one's.
 
-Lifecycle: `async with Store(...)` owns the writer task (engine.lifecycle.running). The writer is shielded from
-cancellation and stops only when the block ends and the queue is drained, so a job cancelled from outside still
-commits what it queued, including its final "failed" status, and the file is consistent afterwards.
+Lifecycle: `async with Store(...)` owns the writer. It cannot be cancelled and stops only when the block ends and
+the queue is drained, so a job cancelled from outside still commits what it queued, including its final "failed"
+status, and the file is consistent afterwards.
 
 Reads on the per-call path never block the event loop: the replay keys (successful request keys, rollout keys)
 are held in memory, so a live call costs a set lookup; only a hit reads its payload, on a worker thread.
@@ -17,38 +18,20 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Callable
-from contextlib import AsyncExitStack
 from datetime import datetime, timezone
-from functools import partial
 from pathlib import Path
 from typing import Any
-
-import anyio
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from core.blobs import INLINE_CAP_BYTES, externalize
 from core.canonical import canonical_json
 from core.vocabulary import MutationType
-from engine.lifecycle import running
 from engine.store.reads import StoreReads
 from engine.store.schema import create_schema
-
-Op = Callable[[sqlite3.Connection], Any]
+from engine.store.writer import Committed, Op, Writer
 
 
 def utc_now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-class _Pending:
-    __slots__ = ("op", "done", "result", "error")
-
-    def __init__(self, op: Op):
-        self.op = op
-        self.done = anyio.Event()
-        self.result: Any = None
-        self.error: BaseException | None = None
 
 
 class Store(StoreReads):
@@ -64,15 +47,13 @@ class Store(StoreReads):
         self._wconn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
         self._wconn.execute("PRAGMA synchronous=NORMAL")
         self._rconn = sqlite3.connect(str(self.path), check_same_thread=False)
-        self._send: MemoryObjectSendStream[_Pending] | None = None
-        self._exit: AsyncExitStack | None = None
         self._read_lock = threading.Lock()
         self._call_keys = {r[0] for r in self._wconn.execute(
             "SELECT DISTINCT request_key FROM events WHERE ok=1 AND request_key IS NOT NULL")}
         self._rollout_keys = {r[0] for r in self._wconn.execute("SELECT rollout_key FROM rollouts")}
         self.generation = self._bump_generation()
         self._mutation_seq = self._next_mutation_seq()
-        self.writes = 0
+        self._writer = Writer(self._wconn, f"store-writer:{self.path.name}", on_rollback=self._rolled_back)
 
     # ----------------------------------------------------------------- lifecycle
     def _bump_generation(self) -> int:
@@ -84,68 +65,39 @@ class Store(StoreReads):
     def _next_mutation_seq(self) -> int:
         return self._wconn.execute("SELECT COALESCE(MAX(sequence), -1) + 1 FROM mutations").fetchone()[0]
 
-    async def __aenter__(self) -> "Store":
-        send, recv = anyio.create_memory_object_stream[_Pending](max_buffer_size=float("inf"))
-        async with AsyncExitStack() as stack:
-            await stack.enter_async_context(running(partial(self._writer, recv), lambda _scope: send.close()))
-            self._exit = stack.pop_all()
-        self._send = send
+    async def __aenter__(self) -> Store:
+        self._writer.start()
         return self
 
     async def __aexit__(self, *exc: Any) -> bool | None:
-        assert self._exit is not None
+        # the writer drains what is queued and stops; the body's own exception propagates unchanged
         try:
-            # the writer drains what is queued and stops; the body's own exception propagates unchanged
-            return await self._exit.__aexit__(*exc)
+            await self._writer.stop()
         finally:
-            self._send, self._exit = None, None
             self.close()
+        return None
+
+    @property
+    def writes(self) -> int:
+        return self._writer.writes
+
+    def _rolled_back(self) -> None:
+        self._mutation_seq = self._next_mutation_seq()  # the one writer keeps the next sequence in memory
 
     def close(self) -> None:
         self._rconn.close()
         self._wconn.close()
 
-    async def _writer(self, recv: MemoryObjectReceiveStream[_Pending]) -> None:
-        with anyio.CancelScope(shield=True), recv:  # ends when the store closes its send side, never cancelled
-            async for first in recv:
-                batch = [first]
-                while True:
-                    try:
-                        batch.append(recv.receive_nowait())
-                    except (anyio.WouldBlock, anyio.EndOfStream):
-                        break
-                # SQLite releases the GIL while it executes: running the batch on a worker thread lets the event
-                # loop keep serving model calls meanwhile. Producers are woken on the loop afterwards.
-                await anyio.to_thread.run_sync(self._run_batch, batch)
-                for item in batch:
-                    item.done.set()
-
-    def _run_batch(self, batch: list[_Pending]) -> None:
-        conn = self._wconn
-        conn.execute("BEGIN")
-        for item in batch:
-            conn.execute("SAVEPOINT op")
-            try:
-                item.result = item.op(conn)
-                conn.execute("RELEASE op")
-            except Exception as exc:  # handed back to the producer, which re-raises it
-                conn.execute("ROLLBACK TO op")
-                conn.execute("RELEASE op")
-                self._mutation_seq = self._next_mutation_seq()
-                item.error = exc
-        conn.execute("COMMIT")
-        self.writes += len(batch)
-
     async def write(self, op: Op) -> Any:
         """Run `op(conn)` in the writer and return its result once committed."""
-        if self._send is None:
-            raise RuntimeError("store is not open for writing (use `async with store`)")
-        pending = _Pending(op)
-        self._send.send_nowait(pending)
-        await pending.done.wait()
-        if pending.error is not None:
-            raise pending.error
-        return pending.result
+        return await self.submit(op)
+
+    def submit(self, op: Op) -> Committed:
+        """Queue `op(conn)` for the writer now and return its commit, to await later (`write` awaits it at once).
+        The writer is FIFO: an op queued after this one is committed in the same transaction or a later one, so a
+        producer that awaits a later op's commit knows this one is durable too; awaiting this commit still surfaces
+        its own error."""
+        return self._writer.submit(op)
 
     # ----------------------------------------------------------------- helpers used inside ops
     def _json(self, conn: sqlite3.Connection, value: Any) -> str | None:
@@ -198,14 +150,13 @@ class Store(StoreReads):
     def op_node(self, conn: sqlite3.Connection, *, node_id: str, parent_id: str | None, instance_key: str,
                 task_key: str, status: str, worker_key: str | None, level: int, actor: str,
                 reason: str | None = None) -> bool:
-        if conn.execute("SELECT 1 FROM nodes WHERE node_id=?", (node_id,)).fetchone():
-            return False
         now = utc_now()
-        conn.execute(
-            "INSERT INTO nodes(node_id, run_id, parent_id, instance_key, task_key, status, assigned_worker_key,"
-            " level, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
+        if not conn.execute(
+            "INSERT OR IGNORE INTO nodes(node_id, run_id, parent_id, instance_key, task_key, status,"
+            " assigned_worker_key, level, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
             (node_id, self.run_id, parent_id, instance_key, task_key, status, worker_key, level, now, now),
-        )
+        ).rowcount:
+            return False  # already there
         self.op_mutation(conn, MutationType.NODE_ADDED, "node", node_id, actor=actor,
                          new={"parent_id": parent_id, "instance_key": instance_key, "task_key": task_key,
                               "status": status, "assigned_worker_key": worker_key, "level": level},
@@ -213,23 +164,27 @@ class Store(StoreReads):
         return True
 
     def op_status(self, conn: sqlite3.Connection, node_id: str, status: str, *, actor: str,
-                  reason: str | None = None, extra: dict[str, Any] | None = None) -> None:
-        row = conn.execute("SELECT status FROM nodes WHERE node_id=?", (node_id,)).fetchone()
-        if row is None:
-            raise KeyError(f"unknown node {node_id}")
+                  reason: str | None = None, extra: dict[str, Any] | None = None, old: str | None = None) -> None:
+        """Set a node's status; `old` is its current status when the caller knows it (it created the node in
+        this op), which saves reading it."""
+        if old is None:
+            row = conn.execute("SELECT status FROM nodes WHERE node_id=?", (node_id,)).fetchone()
+            if row is None:
+                raise KeyError(f"unknown node {node_id}")
+            old = str(row[0])
         now = utc_now()
-        conn.execute("UPDATE nodes SET status=?, updated_at=? WHERE node_id=?", (status, now, node_id))
+        if not conn.execute("UPDATE nodes SET status=?, updated_at=? WHERE node_id=?", (status, now, node_id)).rowcount:
+            raise KeyError(f"unknown node {node_id}")
         self.op_mutation(conn, MutationType.NODE_STATUS_CHANGED, "node", node_id, actor=actor,
-                         old={"status": row[0]}, new={"status": status, **(extra or {})}, reason=reason, at=now)
+                         old={"status": old}, new={"status": status, **(extra or {})}, reason=reason, at=now)
 
     def op_edge(self, conn: sqlite3.Connection, source: str, target: str, *, actor: str,
                 status: str = "satisfied") -> bool:
-        if conn.execute("SELECT 1 FROM edges WHERE source_node_id=? AND target_node_id=?",
-                        (source, target)).fetchone():
-            return False
         now = utc_now()
-        conn.execute("INSERT INTO edges(source_node_id, target_node_id, run_id, status, created_at, updated_at)"
-                     " VALUES (?,?,?,?,?,?)", (source, target, self.run_id, status, now, now))
+        if not conn.execute("INSERT OR IGNORE INTO edges(source_node_id, target_node_id, run_id, status, created_at,"
+                            " updated_at) VALUES (?,?,?,?,?,?)", (source, target, self.run_id, status, now, now)
+                            ).rowcount:
+            return False  # already there
         self.op_mutation(conn, MutationType.EDGE_ADDED, "edge", f"{source}->{target}", actor=actor,
                          new={"source_node_id": source, "target_node_id": target, "status": status}, at=now)
         return True

@@ -1,0 +1,86 @@
+"""The store's writer thread: batches commit in FIFO order, a failing op is undone alone and handed its error,
+a queued op commits whatever happens to its waiter, and a full disk is an error to the producer, not a lost row."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import anyio
+import pytest
+
+from core.vocabulary import Actor, NodeStatus
+from engine.store import Store
+
+pytestmark = pytest.mark.anyio
+
+
+def _node(store: Store, node_id: str):
+    return lambda conn: store.op_node(conn, node_id=node_id, parent_id=None, instance_key=node_id, task_key="t",
+                                      status=NodeStatus.RUNNING, worker_key=None, level=1, actor=Actor.RUNNER)
+
+
+def _rows(path: Path, sql: str) -> list[tuple]:
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.close()
+
+
+async def test_a_failing_op_is_undone_alone_and_the_mutation_log_stays_gapless(tmp_path: Path):
+    path = tmp_path / "card.sqlite"
+    async with Store(path, "run") as store:
+        def boom(conn: sqlite3.Connection) -> None:
+            store.op_node(conn, node_id="bad", parent_id=None, instance_key="bad", task_key="t",
+                          status=NodeStatus.RUNNING, worker_key=None, level=1, actor=Actor.RUNNER)
+            raise ValueError("op failed after writing")
+
+        # queued together, so they land in one batch: the optimistic pass fails and the batch runs op by op
+        commits = [store.submit(_node(store, "a")), store.submit(boom), store.submit(_node(store, "b"))]
+        assert await commits[0] is True
+        with pytest.raises(ValueError, match="op failed after writing"):
+            await commits[1]
+        assert await commits[2] is True
+        assert await store.add_node(node_id="c", parent_id=None, instance_key="c", task_key="t",
+                                    status=NodeStatus.RUNNING, worker_key=None, level=1, actor=Actor.RUNNER)
+    assert _rows(path, "SELECT node_id FROM nodes ORDER BY node_id") == [("a",), ("b",), ("c",)]
+    sequences = [s for (s,) in _rows(path, "SELECT sequence FROM mutations ORDER BY sequence")]
+    assert sequences == list(range(len(sequences))) and len(sequences) == 3  # no gap where "bad" was undone
+
+
+async def test_awaiting_a_later_commit_means_every_earlier_op_is_durable(tmp_path: Path):
+    path = tmp_path / "card.sqlite"
+    async with Store(path, "run") as store:
+        for i in range(50):
+            store.submit(_node(store, f"n{i:02d}"))  # not awaited
+        await store.submit(_node(store, "last"))
+        assert len(_rows(path, "SELECT node_id FROM nodes")) == 51  # read by another connection: committed
+
+
+async def test_a_queued_op_commits_even_when_its_waiter_is_cancelled(tmp_path: Path):
+    path = tmp_path / "card.sqlite"
+    async with Store(path, "run") as store:
+        with anyio.move_on_after(0):  # cancelled before the commit can be awaited
+            await store.submit(_node(store, "orphan"))
+    assert _rows(path, "SELECT node_id FROM nodes") == [("orphan",)]
+
+
+async def test_a_full_disk_is_the_producers_error_and_the_writer_keeps_serving(tmp_path: Path):
+    path = tmp_path / "card.sqlite"
+    async with Store(path, "run") as store:
+        await store.submit(_node(store, "before"))
+        pages = _rows(path, "PRAGMA page_count")[0][0]
+        await store.write(lambda conn: conn.execute(f"PRAGMA max_page_count={pages + 1}"))
+        big = "x" * 20000
+
+        def fill(conn: sqlite3.Connection) -> None:
+            for i in range(20):
+                conn.execute("INSERT INTO meta(key, value) VALUES (?, ?)", (f"fill{i}", big))
+
+        with pytest.raises(sqlite3.OperationalError, match="full"):
+            await store.write(fill)
+        await store.write(lambda conn: conn.execute("PRAGMA max_page_count=1073741823"))
+        assert await store.submit(_node(store, "after")) is True
+    assert _rows(path, "SELECT node_id FROM nodes ORDER BY node_id") == [("after",), ("before",)]
+    assert _rows(path, "SELECT count(*) FROM meta WHERE key LIKE 'fill%'") == [(0,)]
