@@ -69,12 +69,12 @@ def instrument(requests: InFlight, rollouts: InFlight, floor: Floor, phase: dict
     chat, rollout, optimize, run, gather = (Endpoint.chat, Runner._rollout, job_module.optimize, LedgerRunner._run,
                                            potentials.gather)
 
-    async def timed_chat(self: Endpoint, body: dict[str, Any]) -> Any:
+    async def timed_chat(self: Endpoint, body: dict[str, Any], encoded: str | None = None) -> Any:
         if requests.active:
             floor.request()
         requests.up()
         try:
-            return await chat(self, body)
+            return await chat(self, body, encoded)
         finally:
             requests.down()
 

@@ -1,1 +1,2 @@
-"""The chat client: one shared HTTP session and one CapacityLimiter per endpoint, errors classified in one place."""
+"""The chat client: one shared HTTP session and one slot limiter (engine.chat.slots) per endpoint, errors
+classified in one place."""

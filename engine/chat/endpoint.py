@@ -1,4 +1,4 @@
-"""One endpoint = one shared aiohttp session + one anyio CapacityLimiter (below the connection-pool size).
+"""One endpoint = one shared aiohttp session + one slot limiter (engine.chat.slots, below the connection-pool size).
 
 Why aiohttp (measured: 200 calls at 64 in flight against a local 100 ms endpoint, CPU per call including the
 server): openai SDK default transport 3.5 ms, SDK + aiohttp 2.1 ms, bare httpx.AsyncClient 16 ms (pool rescans),
@@ -20,6 +20,7 @@ import anyio
 from core.canonical import canonical_json
 from core.errors import EndpointConnectionError, EndpointStatusError, InfrastructureError, UsageError
 from engine.chat.auth import ApiKey
+from engine.chat.slots import Slots
 from engine.chat.health import (DEFAULT_MAX_OUTAGE_S, MAX_REDELIVERIES, OUTAGE_LINES, EndpointHealth, EventSink,
                                 PoolOutage)
 from engine.chat.errors import classify_status, decode_body, parse_completion, translate_exception
@@ -37,7 +38,7 @@ class Timeouts:
 
     @property
     def deadline(self) -> float:
-        """The hard deadline of one request (`fail_after`): connect + read + a little slack, or `total`."""
+        """The hard deadline of one request (aiohttp's `total`): connect + read + a little slack, or `total`."""
         return self.total if self.total is not None else self.connect + self.read + 5.0
 
 
@@ -45,25 +46,24 @@ class Endpoint:
     def __init__(self, base_url: str, model_id: str, *, capacity: int = 64, timeouts: Timeouts = Timeouts(),
                  api_key: ApiKey | None = None):
         self.base_url = base_url.rstrip("/")
-        self.model_id = model_id
-        self.capacity = capacity
-        self.limiter = anyio.CapacityLimiter(capacity)
+        self.model_id, self.capacity = model_id, capacity
+        self.limiter = Slots(capacity)
         self.timeouts = timeouts
         self._api_key = api_key
         self._session: aiohttp.ClientSession | None = None
+        self._url, self._deadline = f"{self.base_url}/chat/completions", aiohttp.ClientTimeout(
+            timeouts.deadline, sock_connect=timeouts.connect, sock_read=timeouts.read)
         self.sent = 0  # requests handed to the transport (probes excluded)
         self.answered = 0  # of which answered with HTTP 200
 
     def _open(self) -> aiohttp.ClientSession:
         if self._session is None:
             connector = aiohttp.TCPConnector(limit=self.capacity + 16, limit_per_host=self.capacity + 16)
-            timeout = aiohttp.ClientTimeout(total=self.timeouts.total, sock_connect=self.timeouts.connect,
-                                            sock_read=self.timeouts.read)
             headers = {"Content-Type": "application/json"}
             if self._api_key is not None:  # sent only as a header; never recorded (the store records bodies)
                 headers["Authorization"] = f"Bearer {self._api_key.reveal()}"
             self._session = aiohttp.ClientSession(
-                connector=connector, timeout=timeout, headers=headers,
+                connector=connector, timeout=self._deadline, headers=headers,
                 json_serialize=canonical_json,
             )
         return self._session
@@ -73,24 +73,24 @@ class Endpoint:
             await self._session.close()
             self._session = None
 
-    async def chat(self, body: dict[str, Any]) -> tuple[dict[str, Any], float]:
-        """POST /chat/completions; returns (parsed completion, latency seconds). Raises InfrastructureError."""
+    async def chat(self, body: dict[str, Any], encoded: str | None = None) -> tuple[dict[str, Any], float]:
+        """POST `encoded` (the canonical JSON of `body`; made here if None) to /chat/completions; returns (parsed
+        completion, latency seconds). Raises InfrastructureError."""
+        data = (canonical_json(body) if encoded is None else encoded).encode("utf-8")
         async with self.limiter:
             session = self._open()
             started = time.perf_counter()
             self.sent += 1
             try:
-                with anyio.fail_after(self.timeouts.deadline):
-                    async with session.post(f"{self.base_url}/chat/completions", data=canonical_json(body)) as resp:
-                        text = await resp.text(errors="replace")
-                        if resp.status != 200:
-                            raise classify_status(resp.status, text, resp.headers)
+                # the hard deadline is aiohttp's own `total` timeout (one timer; no cancel scope per request)
+                async with session.post(self._url, data=data, timeout=self._deadline) as resp:
+                    text = await resp.text(errors="replace")
+                    if resp.status != 200:
+                        raise classify_status(resp.status, text, resp.headers)
             except (aiohttp.ClientError, OSError, TimeoutError) as exc:
                 raise translate_exception(exc) from exc
             self.answered += 1
-            payload = decode_body(text)
-            del text  # the raw body is not kept beyond parsing
-            return parse_completion(payload), time.perf_counter() - started
+            return parse_completion(decode_body(text)), time.perf_counter() - started
 
     async def alive(self, timeout: float = 2.0) -> bool:
         """Health probe: does the endpoint serve a one-token chat completion of its model within `timeout`
@@ -185,14 +185,14 @@ class EndpointPool:
                 **{k: int(v) for k, v in sorted(self.stats.items())}}
 
     # ------------------------------------------------------------------ requests
-    async def chat(self, body: dict[str, Any]) -> tuple[dict[str, Any], float]:
-        redeliveries, throttled_for = 0, 0.0
+    async def chat(self, body: dict[str, Any], encoded: str | None = None) -> tuple[dict[str, Any], float]:
+        redeliveries, throttled_for, encoded = 0, 0.0, canonical_json(body) if encoded is None else encoded
         while True:
             index = await self._ready()
             endpoint, health = self.endpoints[index], self.health[index]
             self.stats["requests_sent"] += 1
             try:
-                result = await endpoint.chat(body)
+                result = await endpoint.chat(body, encoded)
             except EndpointConnectionError as exc:
                 self.stats["redeliveries"] += 1
                 redeliveries += 1

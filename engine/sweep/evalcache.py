@@ -22,7 +22,7 @@ from typing import Any
 
 import anyio
 
-from core.canonical import canonical_json, content_hash
+from core.canonical import canonical_json, content_hash, sha256_hex
 from core.errors import ArtifactError
 from core.models import RolloutRecord
 
@@ -40,13 +40,13 @@ class _Pool:
         self.hits = 0
         self.misses = 0
 
-    async def chat(self, body: dict[str, Any]) -> tuple[dict[str, Any], float]:
-        key = content_hash(body)
+    async def chat(self, body: dict[str, Any], encoded: str | None = None) -> tuple[dict[str, Any], float]:
+        key = content_hash(body) if encoded is None else sha256_hex(encoded)
         if key in self._responses:
             self.hits += 1
             return self._responses[key], 0.0
         self.misses += 1
-        response, latency = await self._live.chat(body)
+        response, latency = await self._live.chat(body, encoded)
         self._recorded[key] = response
         return response, latency
 
