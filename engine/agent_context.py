@@ -19,9 +19,10 @@ from core.models import Usage
 from core.protocol import FRAMEWORK_OMITTED_PARAMS
 from core.topology import ChatReply
 from core.vocabulary import EventType
+from engine.call_sites import AgentTurn
 from engine.chat.endpoint import EndpointPool
 from engine.gateway.turn import GatewayTurn
-from engine.recorder import AgentTurn, Recorder
+from engine.recorder import Recorder
 from engine.store import Store, utc_now
 
 if TYPE_CHECKING:
@@ -33,7 +34,7 @@ ToolExecutor = Callable[[str, Any], Awaitable[str]]
 class RecordedAgentContext:
     def __init__(self, *, store: Store, pool: EndpointPool, rollout_node: str, execution_id: str,
                  rollout_seed: int, decoding: dict[str, Any], tool_executor: ToolExecutor | None,
-                 record_calls: bool = True, gateway: "Gateway | None" = None):
+                 record_calls: bool = True, gateway: Gateway | None = None):
         self.pool = pool
         self.rollout_node = rollout_node
         self.execution_id = execution_id
@@ -46,7 +47,7 @@ class RecordedAgentContext:
         self.usage = Usage()
         self._turns: dict[tuple[str, int], int] = {}
 
-    def gateway(self, framework: str) -> "AbstractAsyncContextManager[GatewaySession]":
+    def gateway(self, framework: str) -> AbstractAsyncContextManager[GatewaySession]:
         """This attempt's session on the job's recording gateway (framework runtimes, core.framework)."""
         if self._gateway is None:
             raise ContractError(f"the {framework} runtime needs the recording gateway, and this run has none")
@@ -110,17 +111,20 @@ class RecordedAgentContext:
             except json.JSONDecodeError:
                 pass
         started = utc_now()
-        await self.recorder.record_tool_event(
+        # the call event is committed while the tool runs; the result event before the result is used
+        called = self.recorder.record_tool_event(
             node_id=node_id, worker=worker, event_type=EventType.TOOL_CALL, turn_id=node_id,
             payload={"tool_name": call["name"], "tool_call_id": call.get("id"), "args": args},
             started=started, completed=started)
         result, is_error = await self._execute(call["name"], args)
         self.usage = self.usage + Usage(n_tool_calls=1)
-        await self.recorder.record_tool_event(
-            node_id=node_id, worker=worker, event_type=EventType.TOOL_RESULT, turn_id=None,
-            payload={"tool_name": call["name"], "tool_call_id": call.get("id"), "content": result,
-                     "is_error": is_error},
-            started=started, completed=utc_now())
+        for commit in (called, self.recorder.record_tool_event(
+                node_id=node_id, worker=worker, event_type=EventType.TOOL_RESULT, turn_id=None,
+                payload={"tool_name": call["name"], "tool_call_id": call.get("id"), "content": result,
+                         "is_error": is_error},
+                started=started, completed=utc_now())):
+            if commit is not None:
+                await commit
         return result
 
     async def _execute(self, name: str, args: Any) -> tuple[str, bool]:

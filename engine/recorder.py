@@ -30,116 +30,20 @@ from typing import Any, Protocol
 
 import anyio
 
-from core.canonical import content_hash, sha256_hex
+from core.canonical import canonical_json, sha256_hex
 from core.errors import InfrastructureError
 from core.models import Usage
-from core.seeds import call_seed, request_seed
-from core.vocabulary import Actor, EventType, NodeFailureKind, NodeStatus
+from core.vocabulary import EventType, NodeFailureKind, NodeStatus
+from engine.call_sites import CallSite
 from engine.retry import RetryPolicy, retrying
-from engine.store import Store, utc_now
+from engine.store import Committed, Store, utc_now
 
 
 class ChatEndpoint(Protocol):
     @property
     def model_id(self) -> str: ...
 
-    async def chat(self, body: dict[str, Any]) -> tuple[dict[str, Any], float]: ...
-
-
-@dataclass(frozen=True)
-class CallNode:
-    """The card node a recorded call becomes."""
-
-    node_id: str
-    parent_id: str
-    instance_key: str
-    task_key: str
-    worker_key: str
-    level: int
-    actor: str
-
-
-class CallSite(Protocol):
-    """Where a model call is made: it derives the seed, names the node and adds its own payload fields."""
-
-    @property
-    def reads(self) -> tuple[str, ...]: ...  # node ids whose output this call read (edges into its node)
-
-    def seed(self, body: dict[str, Any]) -> int: ...
-
-    def replay_key(self, body: dict[str, Any]) -> str: ...  # the key a recorded call is replayed by
-
-    def node(self, execution_id: str, request_key: str) -> CallNode: ...
-
-    def payload(self, execution_id: str, body: dict[str, Any], response: dict[str, Any] | None) -> dict[str, Any]: ...
-
-
-@dataclass(frozen=True)
-class AgentTurn:
-    """Call number `turn` of agent `role.member` inside one rollout attempt (seed: core.seeds.call_seed)."""
-
-    rollout_node: str
-    rollout_seed: int
-    role: str
-    member: int
-    turn: int
-    reads: tuple[str, ...] = ()
-
-    @property
-    def worker(self) -> str:
-        return f"{self.role}.{self.member}"
-
-    def seed(self, body: dict[str, Any]) -> int:
-        return call_seed(self.rollout_seed, self.role, self.member, self.turn)
-
-    def replay_key(self, body: dict[str, Any]) -> str:
-        return content_hash(body)
-
-    def node(self, execution_id: str, request_key: str) -> CallNode:
-        return CallNode(node_id=f"{execution_id}/{self.worker}/t{self.turn}", parent_id=self.rollout_node,
-                        instance_key=f"{self.worker}/t{self.turn}", task_key=self.role, worker_key=self.worker,
-                        level=2, actor=Actor.AGENT)
-
-    def payload(self, execution_id: str, body: dict[str, Any], response: dict[str, Any] | None) -> dict[str, Any]:
-        return {"role": self.role, "member": self.member, "turn": self.turn, "attempt_execution": execution_id}
-
-
-def prompt_text(messages: list[dict[str, Any]]) -> str:
-    """What a component call's seed hashes: the one user message's text, else the hash of all messages."""
-    return str(messages[0]["content"]) if len(messages) == 1 else content_hash(messages)
-
-
-@dataclass(frozen=True)
-class ComponentCall:
-    """An uncharged call of a method (reflection / judge / probe, protocol-v1 s. 7, 8.3, 8.4). Seed (s. 5.5):
-    request_seed(optimizer_seed, cell_id, component, key, sha256(prompt), purpose, 0)."""
-
-    run_node: str
-    component: str
-    purpose: str
-    key: str
-    optimizer_seed: int
-    cell_id: str
-    reads: tuple[str, ...] = ()
-
-    def seed(self, body: dict[str, Any]) -> int:
-        return request_seed(self.optimizer_seed, self.cell_id, self.component, self.key,
-                            sha256_hex(prompt_text(body["messages"])), self.purpose, 0)
-
-    def replay_key(self, body: dict[str, Any]) -> str:
-        return content_hash(body)
-
-    def node(self, execution_id: str, request_key: str) -> CallNode:
-        return CallNode(node_id=f"{self.component}/{self.purpose}/{request_key[:16]}", parent_id=self.run_node,
-                        instance_key=self.key, task_key=self.component, worker_key=self.component, level=1,
-                        actor=Actor.of_component(self.component))
-
-    def payload(self, execution_id: str, body: dict[str, Any], response: dict[str, Any] | None) -> dict[str, Any]:
-        return {"component": self.component, "purpose": self.purpose, "logical_key": self.key,
-                "prompt_sha256": sha256_hex(prompt_text(body["messages"])),
-                "output_sha256": None if response is None else sha256_hex(response.get("content") or ""),
-                "finish_reason": None if response is None else response.get("finish_reason"),
-                "length_limited": response is not None and response.get("finish_reason") == "length"}
+    async def chat(self, body: dict[str, Any], encoded: str | None = None) -> tuple[dict[str, Any], float]: ...
 
 
 @dataclass(frozen=True)
@@ -148,6 +52,15 @@ class RecordedCall:
     node_id: str
     usage: Usage
     replayed_from: str | None  # the event id answered from, or None for a live call
+
+
+@dataclass(frozen=True)
+class _Sent:
+    """A request body as sent: the dict, its canonical JSON (the bytes on the wire) and that JSON's SHA-256."""
+
+    body: dict[str, Any]
+    encoded: str
+    sha256: str
 
 
 @dataclass(frozen=True)
@@ -163,13 +76,14 @@ class _Attempt:
     replay_mismatch: dict[str, str] | None = None
 
 
-def _mismatch(recorded: dict[str, Any], body: dict[str, Any]) -> dict[str, str] | None:
+def _mismatch(recorded: dict[str, Any], body_sha256: str) -> dict[str, str] | None:
     """Both request hashes of a call replayed by a logical key (a framework's turn) whose request differs from the
     recorded one, so the card shows the divergence; None when they agree or when replayed by content."""
     if (recorded_hash := recorded.get("request_sha256")) is None:  # replayed by content: nothing to compare
         return None
-    now = content_hash(body)
-    return None if now == recorded_hash else {"recorded_request_sha256": recorded_hash, "request_sha256": now}
+    if body_sha256 == recorded_hash:
+        return None
+    return {"recorded_request_sha256": recorded_hash, "request_sha256": body_sha256}
 
 
 class Recorder:
@@ -183,7 +97,7 @@ class Recorder:
         self.live_calls = 0
         self.replayed_calls = 0
         self._sequence = 0
-        self._locks: dict[str, anyio.Lock] = {}
+        self._in_flight: dict[str, list[anyio.Event]] = {}  # request key -> tasks waiting for the same request
 
     def _next_sequence(self) -> int:
         seq = self._sequence
@@ -193,51 +107,55 @@ class Recorder:
     async def call(self, site: CallSite, body: dict[str, Any]) -> RecordedCall:
         """Seed, replay lookup, send with retries, record; the response once it is durable in the store."""
         body = {**body, "model": body.get("model") or self.endpoint.model_id, "seed": site.seed(body)}
-        request_key = site.replay_key(body)
-        lock = self._locks.get(request_key)
-        if lock is None:
-            lock = self._locks[request_key] = anyio.Lock()
+        encoded = canonical_json(body)  # once: the content hash, the replay key and the bytes sent
+        sent = _Sent(body, encoded, sha256_hex(encoded))
+        request_key = site.replay_key(sent.sha256)
+        while (waiting := self._in_flight.get(request_key)) is not None:
+            # an identical request is in flight: wait for it, then replay it (or send, if it failed)
+            event = anyio.Event()
+            waiting.append(event)
+            await event.wait()
+        self._in_flight[request_key] = []
         try:
-            async with lock:  # identical concurrent requests: one is sent, the others replay it
-                return await self._call_once(site, body, request_key)
+            return await self._call_once(site, sent, request_key)
         finally:
-            if self._locks.get(request_key) is lock and not lock.locked() and not lock.statistics().tasks_waiting:
-                self._locks.pop(request_key, None)  # bounded: only keys in flight hold a lock
+            for event in self._in_flight.pop(request_key):
+                event.set()
 
-    async def _call_once(self, site: CallSite, body: dict[str, Any], request_key: str) -> RecordedCall:
+    async def _call_once(self, site: CallSite, sent: _Sent, request_key: str) -> RecordedCall:
         started = utc_now()
         cached = await self.store.find_call(request_key)
         if cached is not None:
             event_id, payload = cached
             response = dict(payload["response"])
             self.replayed_calls += 1
-            await self._record(_Attempt(site, body, request_key, started, response, 0.0, None, event_id,
-                                        _mismatch(payload, body)))
+            await self._record(_Attempt(site, sent.body, request_key, started, response, 0.0, None, event_id,
+                                        _mismatch(payload, sent.sha256)))
             return self._result(site, request_key, response, event_id)
-        response = await self._send(site, body, request_key, started)
+        response = await self._send(site, sent, request_key, started)
         self.live_calls += 1
         return self._result(site, request_key, response, None)
 
-    async def _send(self, site: CallSite, body: dict[str, Any], request_key: str, started: str) -> dict[str, Any]:
+    async def _send(self, site: CallSite, sent: _Sent, request_key: str, started: str) -> dict[str, Any]:
         if self.attempts == 1:  # an agent turn: its failure fails the rollout attempt
-            return await self._send_once(site, body, request_key, started)
+            return await self._send_once(site, sent, request_key, started)
         response: dict[str, Any] = {}
         async for attempt in retrying(self.retry, request_key, self.attempts, InfrastructureError):
             with attempt:
                 if attempt.retry_state.attempt_number > 1:
                     started = utc_now()
-                response = await self._send_once(site, body, request_key, started)
+                response = await self._send_once(site, sent, request_key, started)
         return response
 
-    async def _send_once(self, site: CallSite, body: dict[str, Any], request_key: str,
-                         started: str) -> dict[str, Any]:
+    async def _send_once(self, site: CallSite, sent: _Sent, request_key: str, started: str) -> dict[str, Any]:
         t0 = time.perf_counter()
         try:
-            response, latency = await self.endpoint.chat(body)
+            response, latency = await self.endpoint.chat(sent.body, sent.encoded)
         except InfrastructureError as exc:
-            await self._record(_Attempt(site, body, request_key, started, None, time.perf_counter() - t0, exc, None))
+            await self._record(_Attempt(site, sent.body, request_key, started, None, time.perf_counter() - t0, exc,
+                                        None))
             raise
-        await self._record(_Attempt(site, body, request_key, started, response, latency, None, None))
+        await self._record(_Attempt(site, sent.body, request_key, started, response, latency, None, None))
         return response
 
     def _result(self, site: CallSite, request_key: str, response: dict[str, Any],
@@ -270,9 +188,10 @@ class Recorder:
         store = self.store
 
         def op(conn: Any) -> None:
-            store.op_node(conn, node_id=node.node_id, parent_id=node.parent_id, instance_key=node.instance_key,
-                          task_key=node.task_key, status=NodeStatus.RUNNING, worker_key=node.worker_key,
-                          level=node.level, actor=node.actor)
+            created = store.op_node(conn, node_id=node.node_id, parent_id=node.parent_id,
+                                    instance_key=node.instance_key, task_key=node.task_key, status=NodeStatus.RUNNING,
+                                    worker_key=node.worker_key, level=node.level, actor=node.actor)
+            old = NodeStatus.RUNNING if created else None
             for source in a.site.reads:
                 store.op_edge(conn, source, node.node_id, actor=node.actor)
             store.op_event(conn, execution_id=self.execution_id, node_id=node.node_id, worker_key=node.worker_key,
@@ -280,21 +199,22 @@ class Recorder:
                            payload=payload, started_at=a.started, completed_at=completed,
                            request_key=a.request_key if error is None else None, ok=error is None)
             if error is None:
-                store.op_status(conn, node.node_id, NodeStatus.COMPLETED, actor=node.actor)
+                store.op_status(conn, node.node_id, NodeStatus.COMPLETED, actor=node.actor, old=old)
             else:
-                store.op_status(conn, node.node_id, NodeStatus.FAILED, actor=node.actor, reason=str(error),
+                store.op_status(conn, node.node_id, NodeStatus.FAILED, actor=node.actor, reason=str(error), old=old,
                                 extra={"failure": {"kind": NodeFailureKind.INFRA_ERROR, "message": str(error),
                                                    "exception_type": type(error).__name__}})
 
         await store.write(op)
 
-    async def record_tool_event(self, *, node_id: str, worker: str, event_type: EventType, turn_id: str | None,
-                                payload: dict[str, Any], started: str, completed: str) -> None:
-        """A tool_call / tool_result event of an agent turn, in this execution's event sequence."""
+    def record_tool_event(self, *, node_id: str, worker: str, event_type: EventType, turn_id: str | None,
+                          payload: dict[str, Any], started: str, completed: str) -> Committed | None:
+        """A tool_call / tool_result event of an agent turn, in this execution's event sequence: queued now, its
+        commit returned to be awaited before what it records is used (None when not recording)."""
         if not self.record:
-            return
+            return None
         sequence = self._next_sequence()
         store = self.store
-        await store.write(lambda conn: store.op_event(
+        return store.submit(lambda conn: store.op_event(
             conn, execution_id=self.execution_id, node_id=node_id, worker_key=worker, sequence=sequence,
             event_type=event_type, turn_id=turn_id, payload=payload, started_at=started, completed_at=completed))

@@ -28,7 +28,8 @@ from typing import Any
 
 from core.models import Usage
 from core.protocol import MAX_INFRA_RETRIES, REFLECTION_DECODING
-from engine.recorder import ChatEndpoint, ComponentCall, Recorder
+from engine.call_sites import ComponentCall
+from engine.recorder import ChatEndpoint, Recorder
 from engine.retry import RetryPolicy
 from engine.store import Store
 

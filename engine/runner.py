@@ -24,20 +24,20 @@ from core.benchmark import Benchmark
 from core.canonical import content_hash
 from core.errors import EndpointTimeout, InfrastructureError, ScorerError
 from core.ledger import BudgetLedger, Reservation
-from core.models import AgentOutput, PromptBundle, RolloutRecord, RolloutStatus, Row, Score, Usage
+from core.models import PromptBundle, RolloutRecord, RolloutStatus, Row, Usage
 from core.protocol import MAX_INFRA_RETRIES
-from core.scrub import scrub, secret_values
+from core.scrub import secret_values
 from core.topology import Topology
-from core.vocabulary import Actor, MutationType, NodeFailureKind, NodeStatus, Phase
+from core.vocabulary import Actor, NodeFailureKind, NodeStatus
 from engine.agent_context import RecordedAgentContext
 from engine.chat.endpoint import EndpointPool
 from engine.containment import attempt_failure
 from engine.gateway.server import Gateway
 from engine.retry import RetryPolicy, retrying
-from engine.store import Store
+from engine.rollout_ops import Outcome, build_record, finish_op
+from engine.store import Committed, Store
 
 BUDGET_EXHAUSTED_ERROR = "rollout budget exhausted; rollout not executed"
-Outcome = tuple[AgentOutput, Score, Usage, float]
 
 
 @dataclass(frozen=True)
@@ -80,6 +80,7 @@ class Runner:
         self.on_record = on_record
         self._tool_call = bench.call_tool if bench.executes_tools else None
         self._score_async = bench.score_async
+        self._secrets = secret_values(os.environ)  # scrubbed from scorer feedback (read once, not per rollout)
 
     # ------------------------------------------------------------------ batches
     async def run_batch(self, specs: Sequence[RolloutSpec], decoding: dict[str, Any],
@@ -91,8 +92,11 @@ class Runner:
         results: list[RolloutRecord | None] = [None] * len(specs)
 
         async def one(i: int) -> None:
+            written: list[Committed] = []
             async with self.limiter:
-                results[i] = await self._rollout(specs[i], decoding, _Slot(ledger, res, i))
+                results[i] = await self._rollout(specs[i], decoding, _Slot(ledger, res, i), written)
+            for commit in written:  # the record is durable before the batch returns, waited for outside the slot
+                await commit
 
         try:
             async with anyio.create_task_group() as tg:
@@ -113,7 +117,8 @@ class Runner:
     def _node_id(self, spec: RolloutSpec) -> str:
         return f"{spec.phase}/{spec.row.id}/{spec.rollout_key[:16]}"
 
-    async def _rollout(self, spec: RolloutSpec, decoding: dict[str, Any], slot: _Slot) -> RolloutRecord:
+    async def _rollout(self, spec: RolloutSpec, decoding: dict[str, Any], slot: _Slot,
+                       written: list[Committed]) -> RolloutRecord:
         stored = await self.store.find_rollout(spec.rollout_key) if self.record_calls else None
         if stored is not None and not self._recover(spec, stored):
             record = RolloutRecord.model_validate(stored).model_copy(update={"replayed": True})
@@ -124,20 +129,23 @@ class Runner:
         node_id = self._node_id(spec)
         self._executed.add(spec.rollout_key)
         if self.record_calls:
-            added = await self.store.add_node(node_id=node_id, parent_id=self.run_node, instance_key=spec.row.id,
-                                              task_key=spec.phase, status=NodeStatus.RUNNING, worker_key=None, level=1,
-                                              actor=Actor.RUNNER)
-            if not added and stored is not None:
+            # The rollout's node: not awaited when new, as every later op of the rollout is queued after it (the
+            # writer is FIFO) and the rollout's final op is awaited; a recovered rollout needs to know if it exists.
+            added = self.store.submit(lambda conn: self.store.op_node(
+                conn, node_id=node_id, parent_id=self.run_node, instance_key=spec.row.id, task_key=spec.phase,
+                status=NodeStatus.RUNNING, worker_key=None, level=1, actor=Actor.RUNNER))
+            if stored is not None and not await added:
                 await self.store.set_node_status(
                     node_id, NodeStatus.RUNNING, actor=Actor.RUNNER,
                     reason=f"recovery: attempted again with the same request seed in store generation "
                            f"{self.store.generation} (it ended as an infrastructure failure before)")
         outcome, attempts, error = await self._attempts(spec, decoding, node_id, slot)
-        record = _record(spec, node_id, outcome, attempts, error)
+        record = build_record(spec, node_id, outcome, attempts, error, self._secrets)
         charged = slot.commit(record.status)
         record = record.model_copy(update={"charged": charged})
         if self.record_calls:
-            await self._finish(spec, node_id, record)
+            await added  # its error, if any (long committed by now)
+            written.append(self._finish(spec, node_id, record))
         return self._emit(record)
 
     async def _attempts(self, spec: RolloutSpec, decoding: dict[str, Any], node_id: str, slot: _Slot
@@ -210,40 +218,9 @@ class Runner:
         usage = ctx.usage + Usage(n_tool_calls=len(output.tool_calls)) if output.tool_calls else ctx.usage
         return output, score, usage, anyio.current_time() - t0
 
-    async def _finish(self, spec: RolloutSpec, node_id: str, record: RolloutRecord) -> None:
-        """Score annotation, terminal status mutation, ledger mutation and the replay index: one store op."""
-        store = self.store
-        data = record.model_dump(mode="json")
-        final_status = NodeStatus.COMPLETED if record.status.usable else NodeStatus.FAILED
-        extra: dict[str, Any] = {"rollout_status": record.status.value}
-        if not record.status.usable:
-            extra["failure"] = {"kind": NodeFailureKind.INFRA_ERROR, "message": record.error, "exception_type": record.error_kind}
-
-        def op(conn: Any) -> None:
-            if record.score is not None:
-                store.op_annotation(conn, "node", node_id, "mpb.score",
-                                    {"value": record.score, "feedback": record.feedback,
-                                     "malformed": record.metadata.get("malformed", False),
-                                     "metadata": record.metadata.get("scorer_metadata", {}),
-                                     "scorer": self.bench.scorer_id}, actor=Actor.SCORER)
-            store.op_annotation(conn, "node", node_id, "mpb.rollout",
-                                {"status": record.status.value, "example_id": record.example_id,
-                                 "phase": record.phase, "request_seed": record.request_seed,
-                                 "bundle_sha256": record.bundle_sha256, "attempts": record.attempts,
-                                 "charged": record.charged, "usage": record.usage.model_dump(),
-                                 "final_output": None if record.final_output is None
-                                 else record.final_output.model_dump(mode="json"),
-                                 "budget_exhausted": record.budget_exhausted, "error": record.error,
-                                 "evaluation_id": spec.evaluation_id, "position": spec.position},
-                                actor=Actor.RUNNER)
-            store.op_status(conn, node_id, final_status, actor=Actor.RUNNER, reason=record.error, extra=extra)
-            if record.charged or spec.phase == Phase.OPTIMIZE:
-                store.op_mutation(conn, MutationType.LEDGER_COMMITTED, "run", store.run_id, actor=Actor.LEDGER,
-                                  new={"rollout": node_id, "status": record.status.value, "charged": record.charged})
-            store.op_rollout(conn, rollout_key=spec.rollout_key, node_id=node_id,
-                             evaluation_id=spec.evaluation_id, phase=spec.phase, position=spec.position, record=data)
-
-        await store.write(op)
+    def _finish(self, spec: RolloutSpec, node_id: str, record: RolloutRecord) -> Committed:
+        """The rollout's final store op, queued; `run_batch` awaits its commit after the rollout left its slot."""
+        return self.store.submit(finish_op(self.store, spec, node_id, record, self.bench.scorer_id))
 
     async def _exhausted(self, spec: RolloutSpec) -> RolloutRecord:
         node_id = self._node_id(spec)
@@ -270,28 +247,6 @@ class Runner:
         if self.on_record is not None:
             self.on_record(record)
         return record
-
-
-def _record(spec: RolloutSpec, node_id: str, outcome: Outcome | None, attempts: int,
-            err: BaseException | None) -> RolloutRecord:
-    if outcome is None:
-        return RolloutRecord(
-            rollout_id=node_id, example_id=spec.row.id, phase=spec.phase,
-            status=RolloutStatus.INFRASTRUCTURE_FAILURE, score=None, request_seed=spec.seed,
-            bundle_sha256=spec.bundle.digest, attempts=attempts,
-            error_kind=getattr(err, "kind", "infrastructure"), error=str(err)[:2000],
-            metadata={"evaluation_id": spec.evaluation_id, "position": spec.position})
-    output, score, usage, latency = outcome
-    status = RolloutStatus.SUCCESS if score.value >= 1.0 else RolloutStatus.SEMANTIC_FAILURE
-    return RolloutRecord(
-        rollout_id=node_id, example_id=spec.row.id, phase=spec.phase, status=status,
-        score=float(score.value), feedback=scrub(score.feedback, secret_values(os.environ)),
-        final_output=output, usage=usage,
-        request_seed=spec.seed, bundle_sha256=spec.bundle.digest, attempts=attempts,
-        latency_seconds=round(latency, 6),
-        metadata={"evaluation_id": spec.evaluation_id, "position": spec.position,
-                  "malformed": score.malformed, "scorer_metadata": score.metadata,
-                  **({"topology": output.metadata} if output.metadata else {})})
 
 
 def rollout_key(**fields: Any) -> str:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.canonical import content_hash
-from engine.recorder import AgentTurn
+from engine.call_sites import AgentTurn
 
 
 @dataclass(frozen=True)
@@ -19,7 +19,7 @@ class GatewayTurn(AgentTurn):
     framework: str = ""
     requested: tuple[tuple[str, str], ...] = ()  # (parameter, canonical JSON of the framework's value)
 
-    def replay_key(self, body: dict[str, Any]) -> str:
+    def replay_key(self, body_sha256: str) -> str:
         return content_hash({"gateway_turn": [self.rollout_node, self.role, self.member, self.turn]})
 
     def payload(self, execution_id: str, body: dict[str, Any], response: dict[str, Any] | None) -> dict[str, Any]:

@@ -19,8 +19,9 @@ import pytest
 from core.canonical import sha256_hex
 from core.errors import InfrastructureError
 from core.seeds import call_seed, request_seed
+from engine.call_sites import AgentTurn, ComponentCall
 from engine.chat.endpoint import Endpoint
-from engine.recorder import AgentTurn, ComponentCall, Recorder
+from engine.recorder import Recorder
 from engine.retry import RetryPolicy
 from engine.sim.faults import FaultPlan, ScheduledFault
 from engine.store import Store
@@ -186,7 +187,7 @@ async def test_identical_concurrent_calls_send_once_and_hold_no_lock_afterwards(
                     tg.start_soon(one)
         assert len(server.log) == 1 and (recorder.live_calls, recorder.replayed_calls) == (1, 3)
         assert len({json.dumps(r.response, sort_keys=True) for r in results}) == 1
-        assert recorder._locks == {}  # locks live only while their request is in flight
+        assert recorder._in_flight == {}  # keys are held only while their request is in flight
     finally:
         await endpoint.aclose()
         server.stop()
