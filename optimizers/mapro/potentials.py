@@ -7,6 +7,7 @@ identical judge or probe request is answered from the store rather than sent aga
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
@@ -52,6 +53,7 @@ class Potentials:
                  threads: int):
         self.runner, self.graph, self.judge, self.probe, self.threads = runner, graph, judge, probe, threads
         self.failed_calls = 0
+        self._memo: dict[tuple[Any, ...], tuple[dict[str, list[float]], dict[tuple[str, str], list[list[float]]]]] = {}
 
     def transcript(self, row: Row, record: RolloutRecord) -> str:
         outputs_of = getattr(self.runner, "role_outputs", None)
@@ -86,7 +88,20 @@ class Potentials:
                       ) -> tuple[dict[str, list[float]], dict[tuple[str, str], list[list[float]]]]:
         """Node and edge potentials. Edge judgements do not depend on node scores, so both kinds of call share one
         task group (at most `threads` in flight in all): node thunks (probe then judge) first, edge thunks after,
-        each landing in its own slot, so the tables are the same whatever the completion order."""
+        each landing in its own slot, so the tables are the same whatever the completion order. A round whose pools
+        and transcripts repeat an earlier round's (a repeated MAP assignment with no new rewrite) reuses its tables:
+        every call would be the same content-keyed request, answered from the store (unless one failed)."""
+        memo_key = (tuple(tuple(pools[r]) for r in self.graph.roles), tuple(rec.rollout_id for _, rec in cases))
+        if memo_key in self._memo:  # the same pools judged on the same transcripts: the same (recorded) answers
+            return copy.deepcopy(self._memo[memo_key])
+        failed = self.failed_calls
+        node, edge = await self._compute(pools, cases)
+        if self.failed_calls == failed:  # a failed call is sent again next time, as before
+            self._memo[memo_key] = copy.deepcopy((node, edge))
+        return node, edge
+
+    async def _compute(self, pools: Mapping[str, Sequence[str]], cases: Sequence[Case]
+                       ) -> tuple[dict[str, list[float]], dict[tuple[str, str], list[list[float]]]]:
         texts = [self.transcript(row, rec) for row, rec in cases]
         node_jobs = [(role, i, c) for role in self.graph.roles for i in range(len(pools[role]))
                      for c in range(len(cases))]
