@@ -51,6 +51,7 @@ from core.models import Row
 from core.simulation import FailureMode, SimReply, SimulatedBenchmark
 from core.vocabulary import SIMULATED_REFLECTION_MODEL_ID, SIMULATED_TASK_MODEL_ID
 from engine.sim.faults import request_key
+from engine.sim.substring_index import SubstringIndex
 from engine.sim.judge import SimJudge, judge_kind
 from engine.sim.request_text import (all_text, message_text, mode_draw, offered_tool_names, offers_tools,
                                      reply_rng, request_seed_of, system_prompt_of)
@@ -107,7 +108,7 @@ class Policy:
                 self._by_id[(name, row.id)] = match
                 self._by_id.setdefault((row.dataset, row.id), match)
         # Longest first, so the most specific task wins the substring search.
-        self._texts_longest_first = sorted(self._by_text, key=len, reverse=True)
+        self._index = SubstringIndex(sorted(self._by_text, key=len, reverse=True))
         self._substring_cache: dict[str, Match | None] = {}
         seen: dict[str, FailureMode] = {}
         for benchmark in self._benchmarks.values():
@@ -148,11 +149,8 @@ class Policy:
     def _contained(self, text: str) -> Match | None:
         if text in self._substring_cache:
             return self._substring_cache[text]
-        found = None
-        for task_text in self._texts_longest_first:
-            if task_text and task_text in text:
-                found = self._by_text[task_text]
-                break
+        task_text = self._index.first_contained(text)
+        found = None if task_text is None else self._by_text[task_text]
         if len(self._substring_cache) > 4096:
             self._substring_cache.clear()
         self._substring_cache[text] = found

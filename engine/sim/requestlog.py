@@ -48,11 +48,11 @@ class RequestLog:
 
     def record(self, entry: dict[str, Any]) -> None:
         """Store the full entry for a reserved index and append it to the JSONL file."""
-        line = json.dumps(entry, sort_keys=True, ensure_ascii=False)
+        line = None if self._file is None else json.dumps(entry, sort_keys=True, ensure_ascii=False)
         with self._lock:
             self._entries[entry["index"]] = dict(entry)
             if self._file is not None:
-                self._file.write(line + "\n")
+                self._file.write(f"{line}\n")
                 self._file.flush()
 
     def entries(self) -> list[dict[str, Any]]:

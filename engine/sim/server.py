@@ -50,6 +50,11 @@ def pad_content(rendered: dict[str, Any], key: str, size: int) -> None:
         message["content"] = f"{filler}\n{message['content']}"
 
 
+def _resolve(wake: "asyncio.Future[None]") -> None:
+    if not wake.done():
+        wake.set_result(None)
+
+
 class SimServer:
     """A real HTTP server speaking the OpenAI chat-completions protocol, scripted by `policy`."""
 
@@ -78,6 +83,7 @@ class SimServer:
         self._log = RequestLog(log_path)
         self._runner: web.AppRunner | None = None
         self._stopping: asyncio.Event | None = None
+        self._sleepers: set[asyncio.Future[None]] = set()  # requests in their simulated delay
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread_error: BaseException | None = None
@@ -132,6 +138,8 @@ class SimServer:
     async def stop_async(self) -> None:
         if self._stopping is not None:
             self._stopping.set()
+            for wake in list(self._sleepers):
+                _resolve(wake)
         runner, self._runner = self._runner, None
         if runner is not None:
             await runner.cleanup()
@@ -214,14 +222,21 @@ class SimServer:
     # ------------------------------------------------------------------ handlers
 
     async def _wait(self, seconds: float) -> None:
-        """Sleep, but wake early when the server is stopping."""
+        """Sleep, but wake early when the server is stopping (one timer per request: no task per sleep, as
+        `wait_for` would create)."""
         if seconds <= 0:
             return
         assert self._stopping is not None
+        if self._stopping.is_set():
+            return
+        wake = asyncio.get_running_loop().create_future()
+        timer = asyncio.get_running_loop().call_later(seconds, _resolve, wake)
+        self._sleepers.add(wake)
         try:
-            await asyncio.wait_for(self._stopping.wait(), timeout=seconds)
-        except asyncio.TimeoutError:
-            pass
+            await wake
+        finally:
+            timer.cancel()
+            self._sleepers.discard(wake)
 
     async def _not_found(self, request: web.Request) -> web.Response:
         return json_response(error_body(f"no route {request.method} {request.path}", "NotFoundError", 404),
