@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from typing import Any
 
 
 class Slots:
@@ -47,7 +46,7 @@ class Slots:
             raise
         return self
 
-    async def __aexit__(self, *exc: Any) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         self.borrowed_tokens -= 1
         self._grant()
 

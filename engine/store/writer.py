@@ -28,7 +28,7 @@ Op = Callable[[sqlite3.Connection], Any]
 
 
 class _Pending:
-    __slots__ = ("op", "done", "result", "error")
+    __slots__ = ("done", "error", "op", "result")
 
     def __init__(self, op: Op, done: asyncio.Future[None]):
         self.op = op

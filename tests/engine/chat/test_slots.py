@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from engine.chat.slots import Slots
@@ -42,7 +43,7 @@ async def test_waiters_are_served_in_fifo_order_and_never_exceed_the_total():
     async with anyio.create_task_group() as tg:
         for i in range(20):
             tg.start_soon(worker, i)
-            await anyio.sleep(0)  # start in order
+            await anyio.lowlevel.checkpoint()  # start in order
     assert peak[0] == 3 and served == list(range(20)) and slots.borrowed_tokens == 0
 
 
