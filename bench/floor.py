@@ -4,6 +4,12 @@ Time is counted in request delays: a rollout batch is the longest-processing-tim
 rollouts' chains of live requests on the `--concurrency` slots (which bound rollouts in flight as well as requests);
 a concurrent group of judge / probe calls is the LPT schedule of its thunks' chains of live requests on
 min(its limit, capacity) slots; any other live request is one delay. `InFlight` integrates a counter over time.
+
+That floor assumes an endpoint with no service time of its own. `Replay` measures the floor the real endpoint
+allows: the request bodies the engine sent, in the same segments (a rollout batch, a group, a single request), the
+same chains (one rollout's or one thunk's requests, in order) and the same slots, sent again by a bare aiohttp
+client that records nothing and computes nothing, longest chain first; its wall time is that of a client with next
+to no overhead against the same endpoint process on the same machine.
 """
 
 from __future__ import annotations
@@ -11,10 +17,16 @@ from __future__ import annotations
 import contextvars
 import heapq
 import time
+from dataclasses import dataclass, field
 from typing import Any
+
+import aiohttp
+import anyio
 
 # the live-request chain of the group thunk the current task runs in: (chains of its group, thunk index)
 THUNK: contextvars.ContextVar[tuple[list[int], int] | None] = contextvars.ContextVar("bench_thunk", default=None)
+# the request bodies of the rollout the current task runs (set by the bench's rollout wrapper)
+CHAIN: contextvars.ContextVar[list[bytes] | None] = contextvars.ContextVar("bench_chain", default=None)
 
 
 def lpt_makespan(chains: list[int], slots: int) -> int:
@@ -105,3 +117,90 @@ class Floor:
             return
         self.singles += 1
         self.seconds += self.delay
+
+
+@dataclass
+class Segment:
+    """Work the floor counts as one unit: its chains of request bodies run on at most `slots` at once."""
+
+    kind: str
+    slots: int
+    chains: list[list[bytes]] = field(default_factory=list)
+
+
+class Replay:
+    """The request bodies of the optimize phase, by segment and chain, to send again (`run`) after the job. A
+    request is put where `Floor` counts it: in the open rollout batch (its rollout's chain), else in the open group
+    (its thunk's chain), else a single request."""
+
+    def __init__(self, capacity: int):
+        self.capacity = capacity
+        self.segments: list[Segment] = []
+        self.batch: Segment | None = None
+        self.group: Segment | None = None
+
+    @property
+    def requests(self) -> int:
+        return sum(len(c) for seg in self.segments for c in seg.chains)
+
+    def begin(self, kind: str, slots: int) -> None:
+        segment = Segment(kind, min(slots, self.capacity))
+        self.segments.append(segment)
+        if kind == "batch":
+            self.batch = segment
+        else:
+            self.group = segment
+
+    def end(self, kind: str) -> None:
+        if kind == "batch":
+            self.batch = None
+        else:
+            self.group = None
+
+    def rollout_chain(self) -> list[bytes] | None:
+        """A new chain for a rollout starting inside a batch (None outside one)."""
+        if self.batch is None:
+            return None
+        chain: list[bytes] = []
+        self.batch.chains.append(chain)
+        return chain
+
+    def request(self, data: bytes, in_batch: bool, group: list[int] | None) -> None:
+        if in_batch and self.batch is not None:
+            chain = CHAIN.get()
+            if chain is None:  # a request of no rollout while the batch runs (e.g. a judge): a chain of its own
+                self.batch.chains.append([data])
+            else:
+                chain.append(data)
+        elif group is not None and self.group is not None:
+            slot = THUNK.get()
+            if slot is not None and slot[0] is group:
+                while len(self.group.chains) <= slot[1]:
+                    self.group.chains.append([])
+                self.group.chains[slot[1]].append(data)
+            else:
+                self.group.chains.append([data])
+        else:
+            self.segments.append(Segment("single", 1, [[data]]))
+
+    async def run(self, url: str) -> float:
+        """Send every segment again, one after the other; the wall time of all of them."""
+        connector = aiohttp.TCPConnector(limit=self.capacity + 16, limit_per_host=self.capacity + 16)
+        headers = {"Content-Type": "application/json"}
+        async with aiohttp.ClientSession(connector=connector, headers=headers) as session:
+            async def chain_of(bodies: list[bytes], limiter: anyio.CapacityLimiter) -> None:
+                async with limiter:
+                    for data in bodies:
+                        async with session.post(url, data=data) as resp:
+                            await resp.read()
+
+            t0 = time.perf_counter()
+            for seg in self.segments:
+                chains = sorted((c for c in seg.chains if c), key=len, reverse=True)
+                if not chains:
+                    continue
+                limiter = anyio.CapacityLimiter(max(1, seg.slots))
+                async with anyio.create_task_group() as tg:
+                    for bodies in chains:
+                        tg.start_soon(chain_of, bodies, limiter)
+            return time.perf_counter() - t0

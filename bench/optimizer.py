@@ -59,18 +59,21 @@ from engine.job.run_job import run_job  # noqa: E402
 from engine.runner import RetryPolicy, Runner  # noqa: E402
 from core.cell import parse_cell  # noqa: E402
 from core.vocabulary import SIMULATED_REFLECTION_MODEL_ID, SIMULATED_TASK_MODEL_ID  # noqa: E402
-from bench.floor import THUNK, Floor, InFlight  # noqa: E402
+from bench.floor import CHAIN, THUNK, Floor, InFlight, Replay  # noqa: E402
+from core.canonical import canonical_json  # noqa: E402
 
 METHODS = ("gepa", "mipro", "mapro", "maspo")
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def instrument(requests: InFlight, rollouts: InFlight, floor: Floor, phase: dict[str, float]) -> None:
+def instrument(requests: InFlight, rollouts: InFlight, floor: Floor, replay: Replay, phase: dict[str, float]) -> None:
     chat, rollout, optimize, run, gather = (Endpoint.chat, Runner._rollout, job_module.optimize, LedgerRunner._run,
                                            potentials.gather)
 
     async def timed_chat(self: Endpoint, body: dict[str, Any], encoded: str | None = None) -> Any:
         if requests.active:
+            replay.request((canonical_json(body) if encoded is None else encoded).encode("utf-8"),
+                           floor.in_batch > 0, floor.group_chains)
             floor.request()
         requests.up()
         try:
@@ -79,12 +82,16 @@ def instrument(requests: InFlight, rollouts: InFlight, floor: Floor, phase: dict
             requests.down()
 
     async def timed_run(self: LedgerRunner, *args: Any, **kwargs: Any) -> Any:
+        if floor.in_batch == 0:
+            replay.begin("batch", floor.capacity)
         floor.batch_started()
         records: list[Any] = []
         try:
             records = await run(self, *args, **kwargs)
         finally:
             floor.batch_done(records)
+            if floor.in_batch == 0:
+                replay.end("batch")
         return records
 
     def traced(chains: list[int], i: int, thunk: Any) -> Any:
@@ -97,13 +104,16 @@ def instrument(requests: InFlight, rollouts: InFlight, floor: Floor, phase: dict
         chains = floor.group_started(len(thunks))
         if chains is None:
             return await gather(thunks, limit)
+        replay.begin("group", limit)
         try:
             return await gather([traced(chains, i, t) for i, t in enumerate(thunks)], limit)
         finally:
             floor.group_done(limit)
+            replay.end("group")
 
     async def timed_rollout(self: Runner, *args: Any, **kwargs: Any) -> Any:
         rollouts.up()
+        CHAIN.set(replay.rollout_chain())  # in this rollout's task only
         try:
             return await rollout(self, *args, **kwargs)
         finally:
@@ -170,7 +180,8 @@ def bench_method(method: str, args: argparse.Namespace) -> None:
     requests, rollouts = InFlight(), InFlight()
     phase: dict[str, float] = {}
     floor = Floor(args.delay_ms / 1000, args.concurrency)
-    instrument(requests, rollouts, floor, phase)
+    replay = Replay(args.concurrency)
+    instrument(requests, rollouts, floor, replay, phase)
     with tempfile.TemporaryDirectory() as tmp, endpoint_for(args, parse_cell(args.cell).task) as url:
         out = Path(args.keep) / method if args.keep else Path(tmp) / "job"
         cfg = job_config(method, args, out, url)
@@ -183,6 +194,7 @@ def bench_method(method: str, args: argparse.Namespace) -> None:
             total = time.perf_counter() - t0
             peak = tracemalloc.get_traced_memory()[1] if args.tracemalloc else None
             tracemalloc.stop()
+        measured = None if url is None else anyio.run(replay.run, f"{url}/chat/completions")
     opt, wall = result["optimization"], phase["optimize"]
     usage = opt["usage"]
     calls = {k: usage.get(k, {}).get("model_calls", 0) for k in ("reflection", "judge", "probe")}
@@ -196,6 +208,12 @@ def bench_method(method: str, args: argparse.Namespace) -> None:
     print(f"  endpoint-bound floor (same run): {floor.batches} rollout batches + {floor.groups} concurrent call groups "
           f"+ {floor.singles} single requests = {floor.seconds:.2f} s; optimize wall / floor = {ratio} "
           "(target <= 1.30)")
+    if measured is None:
+        print("  measured endpoint floor: n/a (--sim-in-process: the endpoint shares this process)")
+    else:
+        print(f"  measured endpoint floor (the same request bodies, segments, chains and slots sent again by a bare "
+              f"client to the same endpoint process; {replay.requests} requests in {len(replay.segments)} segments): {measured:.2f} s = {measured / floor.seconds:.2f}x the "
+              f"computed floor; optimize wall / measured floor = {wall / measured:.2f} (target <= 1.30)")
     print(f"  optimize wall share waiting on endpoints {100 * requests.busy / wall:.1f}%; in flight (time-averaged): "
           f"rollouts {rollouts.area / wall:.2f}, requests {requests.area / wall:.2f}")
     sel = result["selection"]

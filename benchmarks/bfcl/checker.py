@@ -29,6 +29,7 @@ import functools
 import importlib
 import importlib.metadata
 import importlib.util
+import pickle
 import sys
 import threading
 import types
@@ -107,7 +108,15 @@ def run_ast_checker(functions: list[dict[str, Any]], calls: list[dict[str, Any]]
     """
     module, language = _load()
     result: dict[str, Any] = module.ast_checker(
-        copy.deepcopy(functions), copy.deepcopy(calls), copy.deepcopy(ground_truth),
-        language.PYTHON, checker_category, MODEL_ID,
+        _copy(functions), _copy(calls), _copy(ground_truth), language.PYTHON, checker_category, MODEL_ID,
     )
     return result
+
+
+def _copy(value: Any) -> Any:
+    """A deep copy of plain data (the checker may change its inputs): a pickle round trip, a third of the time of
+    copy.deepcopy here; anything pickle cannot take is copied by deepcopy."""
+    try:
+        return pickle.loads(pickle.dumps(value, pickle.HIGHEST_PROTOCOL))
+    except (pickle.PicklingError, TypeError, AttributeError):
+        return copy.deepcopy(value)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from datetime import datetime, timezone
+import time
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +30,22 @@ from engine.store.schema import create_schema
 from engine.store.writer import Committed, Op, Writer
 
 
+_SECOND: tuple[int, str] = (-1, "")  # the last whole UTC second formatted, shared by the loop and the writer thread
+
+
 def utc_now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """The UTC time as ISO 8601 with milliseconds (truncated) and a Z, e.g. 2026-12-01T21:20:46.435Z. Called several
+    times per recorded call: the seconds part is formatted once per second (a third of datetime's cost)."""
+    global _SECOND
+    now = time.time()
+    whole = int(now)
+    micros = round((now - whole) * 1e6)  # as datetime.fromtimestamp rounds, then milliseconds are truncated
+    if micros >= 1_000_000:
+        whole, micros = whole + 1, micros - 1_000_000
+    second = _SECOND
+    if second[0] != whole:
+        second = _SECOND = (whole, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)))
+    return f"{second[1]}.{micros // 1000:03d}Z"
 
 
 class Store(StoreReads):
