@@ -14,7 +14,9 @@ ceil(150 / 64) x 4 = 12 delays, not ceil(600 / 64) = 10, which would need more t
 concurrent group of judge / probe calls, the LPT schedule of its thunks' chains of live requests on min(its limit,
 capacity) slots (a thunk answered from the store chains no request); each other live request (reflection,
 proposals), one delay. LPT is exact for chains of equal length and within 4/3 of the optimum otherwise. Then the
-ratio optimize wall / floor (target <= 1.3); the share of optimize wall time with at least one endpoint request
+ratio optimize wall / floor (target <= 1.3). That floor gives the endpoint no service time; the measured floor
+(bench/floor.py `Replay`) is the wall time of the same request bodies, in the same segments, chains and slots, sent
+again after the job by a bare aiohttp client to the same endpoint process, and the ratio against it is printed too; the share of optimize wall time with at least one endpoint request
 outstanding; the time-averaged number of rollouts and of requests in flight; and peak memory (the process's max RSS;
 with --tracemalloc also the peak of Python allocations).
 
