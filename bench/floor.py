@@ -143,8 +143,9 @@ class Replay:
     def requests(self) -> int:
         return sum(len(c) for seg in self.segments for c in seg.chains)
 
-    def begin(self, kind: str, slots: int) -> None:
-        segment = Segment(kind, min(slots, self.capacity))
+    def begin(self, kind: str, slots: int, thunks: int = 0) -> None:
+        """Open a batch, or a group of `thunks` (one chain each, as Floor.group_started allocates its counts)."""
+        segment = Segment(kind, min(slots, self.capacity), [[] for _ in range(thunks)])
         self.segments.append(segment)
         if kind == "batch":
             self.batch = segment
@@ -175,8 +176,6 @@ class Replay:
         elif group is not None and self.group is not None:
             slot = THUNK.get()
             if slot is not None and slot[0] is group:
-                while len(self.group.chains) <= slot[1]:
-                    self.group.chains.append([])
                 self.group.chains[slot[1]].append(data)
             else:
                 self.group.chains.append([data])

@@ -16,9 +16,10 @@ capacity) slots (a thunk answered from the store chains no request); each other 
 proposals), one delay. LPT is exact for chains of equal length and within 4/3 of the optimum otherwise. Then the
 ratio optimize wall / floor (target <= 1.3). That floor gives the endpoint no service time; the measured floor
 (bench/floor.py `Replay`) is the wall time of the same request bodies, in the same segments, chains and slots, sent
-again after the job by a bare aiohttp client to the same endpoint process, and the ratio against it is printed too; the share of optimize wall time with at least one endpoint request
-outstanding; the time-averaged number of rollouts and of requests in flight; and peak memory (the process's max RSS;
-with --tracemalloc also the peak of Python allocations).
+again after the job by a bare aiohttp client to the same endpoint process, and the ratio against it is printed too.
+Also the share of optimize wall time with at least one endpoint request outstanding; the time-averaged number of
+rollouts and of requests in flight; and peak memory (the process's max RSS; with --tracemalloc also the peak of
+Python allocations).
 
 The endpoint: the labelled simulated endpoint (`python -m engine serve-sim`, task and reflection model) in a process
 of its own, as a real endpoint is (a vLLM server is another process on other hardware): its request handling is the
@@ -106,7 +107,7 @@ def instrument(requests: InFlight, rollouts: InFlight, floor: Floor, replay: Rep
         chains = floor.group_started(len(thunks))
         if chains is None:
             return await gather(thunks, limit)
-        replay.begin("group", limit)
+        replay.begin("group", limit, len(thunks))
         try:
             return await gather([traced(chains, i, t) for i, t in enumerate(thunks)], limit)
         finally:
@@ -214,8 +215,9 @@ def bench_method(method: str, args: argparse.Namespace) -> None:
         print("  measured endpoint floor: n/a (--sim-in-process: the endpoint shares this process)")
     else:
         print(f"  measured endpoint floor (the same request bodies, segments, chains and slots sent again by a bare "
-              f"client to the same endpoint process; {replay.requests} requests in {len(replay.segments)} segments): {measured:.2f} s = {measured / floor.seconds:.2f}x the "
-              f"computed floor; optimize wall / measured floor = {wall / measured:.2f} (target <= 1.30)")
+              f"client to the same endpoint process; {replay.requests} requests in {len(replay.segments)} segments): "
+              f"{measured:.2f} s = {measured / floor.seconds:.2f}x the computed floor; "
+              f"optimize wall / measured floor = {wall / measured:.2f} (target <= 1.30)")
     print(f"  optimize wall share waiting on endpoints {100 * requests.busy / wall:.1f}%; in flight (time-averaged): "
           f"rollouts {rollouts.area / wall:.2f}, requests {requests.area / wall:.2f}")
     sel = result["selection"]
