@@ -166,7 +166,7 @@ class Recorder:
                             usage=usage, replayed_from=replayed_from)
 
     async def _record(self, a: _Attempt) -> None:
-        """One store operation: the call's node, its read edges, the model_call event and the final status."""
+        """One store operation: the call's node in its final status with its read edges, and the model_call event."""
         if not self.record:
             return
         node = a.site.node(self.execution_id, a.request_key)
@@ -187,23 +187,21 @@ class Recorder:
         completed = utc_now()
         store = self.store
 
+        if error is None:
+            status, reason, extra = NodeStatus.COMPLETED, None, None
+        else:
+            status, reason = NodeStatus.FAILED, str(error)
+            extra = {"failure": {"kind": NodeFailureKind.INFRA_ERROR, "message": str(error),
+                                 "exception_type": type(error).__name__}}
+
         def op(conn: Any) -> None:
-            created = store.op_node(conn, node_id=node.node_id, parent_id=node.parent_id,
-                                    instance_key=node.instance_key, task_key=node.task_key, status=NodeStatus.RUNNING,
-                                    worker_key=node.worker_key, level=node.level, actor=node.actor)
-            old = NodeStatus.RUNNING if created else None
-            for source in a.site.reads:
-                store.op_edge(conn, source, node.node_id, actor=node.actor)
+            store.op_call_node(conn, node_id=node.node_id, parent_id=node.parent_id, instance_key=node.instance_key,
+                               task_key=node.task_key, worker_key=node.worker_key, level=node.level, actor=node.actor,
+                               reads=tuple(a.site.reads), status=status, reason=reason, extra=extra)
             store.op_event(conn, execution_id=self.execution_id, node_id=node.node_id, worker_key=node.worker_key,
                            sequence=sequence, event_type=EventType.MODEL_CALL, turn_id=node.node_id,
                            payload=payload, started_at=a.started, completed_at=completed,
                            request_key=a.request_key if error is None else None, ok=error is None)
-            if error is None:
-                store.op_status(conn, node.node_id, NodeStatus.COMPLETED, actor=node.actor, old=old)
-            else:
-                store.op_status(conn, node.node_id, NodeStatus.FAILED, actor=node.actor, reason=str(error), old=old,
-                                extra={"failure": {"kind": NodeFailureKind.INFRA_ERROR, "message": str(error),
-                                                   "exception_type": type(error).__name__}})
 
         await store.write(op)
 

@@ -1,4 +1,5 @@
-"""The job's store: one SQLite file in WAL mode, written by exactly one writer thread (engine/store/writer.py).
+"""The job's store: one SQLite file in WAL mode, written by exactly one writer (engine/store/writer.py), which runs
+its batched transactions on the event loop and leaves the checkpoints (the disk syncs) to a thread of their own.
 
 Producers hand the writer small operations and await their commit, so a model call is durable before its result
 is used. The writer drains everything queued, runs it in one transaction, commits, then wakes the producers:
@@ -24,12 +25,15 @@ from typing import Any
 
 from core.blobs import INLINE_CAP_BYTES, externalize
 from core.canonical import canonical_json
-from core.vocabulary import MutationType
+from core.vocabulary import MutationType, NodeStatus
 from engine.store.reads import StoreReads
 from engine.store.schema import create_schema
 from engine.store.writer import Committed, Op, Writer
 
 
+_MUTATIONS = ("INSERT INTO mutations(sequence, run_id, mutation_type, target_type, target_id, actor, old_value,"
+              " new_value, reason, created_at) VALUES ")
+_EDGES = "INSERT INTO edges(source_node_id, target_node_id, run_id, status, created_at, updated_at) VALUES "
 _SECOND: tuple[int, str] = (-1, "")  # the last whole UTC second formatted, shared by the loop and the writer thread
 
 
@@ -67,7 +71,7 @@ class Store(StoreReads):
         self._rollout_keys = {r[0] for r in self._wconn.execute("SELECT rollout_key FROM rollouts")}
         self.generation = self._bump_generation()
         self._mutation_seq = self._next_mutation_seq()
-        self._writer = Writer(self._wconn, f"store-writer:{self.path.name}", on_rollback=self._rolled_back)
+        self._writer = Writer(self._wconn, self.path, on_rollback=self._rolled_back)
 
     # ----------------------------------------------------------------- lifecycle
     def _bump_generation(self) -> int:
@@ -128,21 +132,30 @@ class Store(StoreReads):
 
         return canonical_json(externalize(value, put))
 
-    def op_mutation(self, conn: sqlite3.Connection, mutation_type: str, target_type: str, target_id: str, *,
-                    actor: str, new: dict[str, Any] | None, old: dict[str, Any] | None = None,
-                    reason: str | None = None, at: str | None = None) -> int:
+    def _mutation_row(self, conn: sqlite3.Connection, mutation_type: str, target_type: str, target_id: str, *,
+                      actor: str, new: dict[str, Any] | None, old: dict[str, Any] | None = None,
+                      reason: str | None = None, at: str | None = None) -> tuple[Any, ...]:
         # `at`: the timestamp of the row change this mutation records, so a replay reproduces created_at/updated_at
         seq = self._mutation_seq  # one writer: the next sequence lives in memory (reloaded after a rollback)
         self._mutation_seq += 1
         old_v = None if old is None else {"mutation_type": mutation_type, **old}
         new_v = None if new is None else {"mutation_type": mutation_type, **new}
-        conn.execute(
-            "INSERT INTO mutations(sequence, run_id, mutation_type, target_type, target_id, actor, old_value,"
-            " new_value, reason, created_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
-            (seq, self.run_id, mutation_type, target_type, target_id, actor, self._json(conn, old_v),
-             self._json(conn, new_v), reason, at or utc_now()),
-        )
-        return seq
+        return (seq, self.run_id, mutation_type, target_type, target_id, actor, self._json(conn, old_v),
+                self._json(conn, new_v), reason, at or utc_now())
+
+    @staticmethod
+    def _insert(conn: sqlite3.Connection, head: str, width: int, rows: list[tuple[Any, ...]]) -> None:
+        """Rows in one multi-row INSERT: one statement (and one trip into SQLite) for all of them."""
+        marks = "(" + ",".join("?" * width) + ")"
+        conn.execute(head + ",".join([marks] * len(rows)), [v for row in rows for v in row])
+
+    def op_mutation(self, conn: sqlite3.Connection, mutation_type: str, target_type: str, target_id: str, *,
+                    actor: str, new: dict[str, Any] | None, old: dict[str, Any] | None = None,
+                    reason: str | None = None, at: str | None = None) -> int:
+        row = self._mutation_row(conn, mutation_type, target_type, target_id, actor=actor, new=new, old=old,
+                                 reason=reason, at=at)
+        self._insert(conn, _MUTATIONS, 10, [row])
+        return int(row[0])
 
     # ----------------------------------------------------------------- stream writers (sync, inside one op)
     def op_event(self, conn: sqlite3.Connection, *, execution_id: str, node_id: str, worker_key: str,
@@ -201,6 +214,36 @@ class Store(StoreReads):
             return False  # already there
         self.op_mutation(conn, MutationType.EDGE_ADDED, "edge", f"{source}->{target}", actor=actor,
                          new={"source_node_id": source, "target_node_id": target, "status": status}, at=now)
+        return True
+
+    def op_call_node(self, conn: sqlite3.Connection, *, node_id: str, parent_id: str | None, instance_key: str,
+                     task_key: str, worker_key: str | None, level: int, actor: str, reads: tuple[str, ...],
+                     status: str, reason: str | None = None, extra: dict[str, Any] | None = None) -> bool:
+        """A recorded call's node in its final status, with an edge from each node it read: the rows and mutations
+        of op_node (as running), op_edge per read and op_status, in three statements for a new node (the usual
+        case: the edges of a node created here are new too); an existing node (a retried call) takes that path."""
+        now = utc_now()
+        if not conn.execute(
+            "INSERT OR IGNORE INTO nodes(node_id, run_id, parent_id, instance_key, task_key, status,"
+            " assigned_worker_key, level, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            (node_id, self.run_id, parent_id, instance_key, task_key, status, worker_key, level, now, now),
+        ).rowcount:
+            for source in reads:
+                self.op_edge(conn, source, node_id, actor=actor)
+            self.op_status(conn, node_id, status, actor=actor, reason=reason, extra=extra)
+            return False
+        rows = [self._mutation_row(conn, MutationType.NODE_ADDED, "node", node_id, actor=actor, at=now, new={
+            "parent_id": parent_id, "instance_key": instance_key, "task_key": task_key, "status": NodeStatus.RUNNING,
+            "assigned_worker_key": worker_key, "level": level})]
+        if sources := list(dict.fromkeys(reads)):
+            self._insert(conn, _EDGES, 6, [(source, node_id, self.run_id, "satisfied", now, now) for source in sources])
+            rows += [self._mutation_row(conn, MutationType.EDGE_ADDED, "edge", f"{source}->{node_id}", actor=actor,
+                                        new={"source_node_id": source, "target_node_id": node_id,
+                                             "status": "satisfied"}, at=now) for source in sources]
+        rows.append(self._mutation_row(conn, MutationType.NODE_STATUS_CHANGED, "node", node_id, actor=actor,
+                                       old={"status": NodeStatus.RUNNING}, new={"status": status, **(extra or {})},
+                                       reason=reason, at=now))
+        self._insert(conn, _MUTATIONS, 10, rows)
         return True
 
     def op_annotation(self, conn: sqlite3.Connection, target_type: str, target_id: str, namespace: str,

@@ -1,5 +1,6 @@
-"""The store's writer thread: batches commit in FIFO order, a failing op is undone alone and handed its error,
-a queued op commits whatever happens to its waiter, and a full disk is an error to the producer, not a lost row."""
+"""The store's writer: batches commit in FIFO order on the event loop's thread, a failing op is undone alone and
+handed its error, a queued op commits whatever happens to its waiter, a full disk is an error to the producer, not a
+lost row, and checkpoints run on a thread of their own."""
 
 from __future__ import annotations
 
@@ -84,3 +85,45 @@ async def test_a_full_disk_is_the_producers_error_and_the_writer_keeps_serving(t
         assert await store.submit(_node(store, "after")) is True
     assert _rows(path, "SELECT node_id FROM nodes ORDER BY node_id") == [("after",), ("before",)]
     assert _rows(path, "SELECT count(*) FROM meta WHERE key LIKE 'fill%'") == [(0,)]
+
+
+async def test_ops_run_on_the_loops_thread_and_other_threads_are_refused(tmp_path: Path):
+    import threading
+
+    async with Store(tmp_path / "card.sqlite", "run") as store:
+        ran_on = await store.write(lambda conn: threading.get_ident())
+        assert ran_on == threading.get_ident()  # no writer thread to pass the GIL to and fro
+        with pytest.raises(RuntimeError, match="event loop that opened the store"):
+            await anyio.to_thread.run_sync(lambda: store.submit(_node(store, "from-a-thread")))
+    assert _rows(tmp_path / "card.sqlite", "SELECT node_id FROM nodes") == []
+
+
+def _checkpointed(path: Path) -> set[str]:
+    """The node ids in the database file itself, ignoring the WAL (empty while a checkpoint is mid-copy)."""
+    try:
+        conn = sqlite3.connect(f"file:{path}?immutable=1", uri=True)
+        try:
+            return {r[0] for r in conn.execute("SELECT node_id FROM nodes")}
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError:
+        return set()
+
+
+async def test_checkpoints_copy_the_wal_into_the_database_off_the_loop(tmp_path: Path, monkeypatch):
+    import engine.store.checkpoint as checkpoint
+
+    monkeypatch.setattr(checkpoint, "INTERVAL_S", 0.0)
+    path = tmp_path / "card.sqlite"
+    async with Store(path, "run") as store:
+        assert _rows(path, "PRAGMA wal_autocheckpoint") == [(1000,)]  # a new connection's default...
+        assert await store.write(lambda conn: conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0]) == 0
+        for i in range(40):  # ...but the writer's own connection never checkpoints on the loop
+            await store.submit(_node(store, f"n{i:02d}"))
+        await store.submit(_node(store, "last"))
+        checkpointer = store._writer._checkpointer
+        with anyio.fail_after(10):  # poked after each commit: the database file alone (WAL ignored) catches up
+            while not _checkpointed(path) >= {f"n{i:02d}" for i in range(40)} | {"last"}:
+                await anyio.sleep(0.01)
+        assert checkpointer.last is not None and checkpointer.last[2] > 0  # frames were copied by its thread
+    assert len(_rows(path, "SELECT node_id FROM nodes")) == 41
