@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,7 @@ from core.blobs import INLINE_CAP_BYTES, externalize
 from core.canonical import canonical_json
 from core.vocabulary import MutationType, NodeStatus
 from engine.store.reads import StoreReads
+from engine.store.clock import utc_now
 from engine.store.schema import create_schema
 from engine.store.writer import Committed, Op, Writer
 
@@ -34,23 +34,6 @@ from engine.store.writer import Committed, Op, Writer
 _MUTATIONS = ("INSERT INTO mutations(sequence, run_id, mutation_type, target_type, target_id, actor, old_value,"
               " new_value, reason, created_at) VALUES ")
 _EDGES = "INSERT INTO edges(source_node_id, target_node_id, run_id, status, created_at, updated_at) VALUES "
-_SECOND: tuple[int, str] = (-1, "")  # the last whole UTC second formatted, shared by the loop and the writer thread
-
-
-def utc_now() -> str:
-    """The UTC time as ISO 8601 with milliseconds (truncated) and a Z, e.g. 2026-12-01T21:20:46.435Z. Called several
-    times per recorded call: the seconds part is formatted once per second (a third of datetime's cost)."""
-    global _SECOND
-    now = time.time()
-    whole = int(now)
-    micros = round((now - whole) * 1e6)  # as datetime.fromtimestamp rounds, then milliseconds are truncated
-    if micros >= 1_000_000:
-        whole, micros = whole + 1, micros - 1_000_000
-    second = _SECOND
-    if second[0] != whole:
-        second = _SECOND = (whole, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)))
-    return f"{second[1]}.{micros // 1000:03d}Z"
-
 
 class Store(StoreReads):
     def __init__(self, path: str | Path, run_id: str):
@@ -119,9 +102,9 @@ class Store(StoreReads):
 
     # ----------------------------------------------------------------- helpers used inside ops
     def _json(self, conn: sqlite3.Connection, value: Any) -> str | None:
+        """`value` as stored: its canonical JSON, with parts over the inline cap replaced by blob references."""
         if value is None:
             return None
-
         text = canonical_json(value)
         if len(text) * 4 <= INLINE_CAP_BYTES or len(text.encode("utf-8")) <= INLINE_CAP_BYTES:
             return text  # the common case: one serialization, nothing to externalize

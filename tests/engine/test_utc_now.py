@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-import engine.store.store as store_module
+import engine.store.clock as store_module
 from engine.store import utc_now
 
 INSTANTS = [0.0, 0.0009, 0.999, 1.0, 59.9995, 86399.999, 1764620446.435, 1764620446.4359, 1764620447.0001,
