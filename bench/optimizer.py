@@ -2,7 +2,7 @@
 
     python bench/optimizer.py [--method gepa|mipro|mapro|maspo|all] [--delay-ms 50] [--concurrency 64]
                               [--cell task=bfcl,topology=sequential,team_size=4] [--keep DIR] [--tracemalloc]
-                              [--sim-in-process]
+                              [--sim-in-process] [--runs N]
 
 Prints figures only (asserts nothing about time), per method: wall time of the optimize phase and of the whole job,
 and the CPU time this process spent during the optimize phase (less sensitive than wall time to other load);
@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -179,14 +180,16 @@ def endpoint_for(args: argparse.Namespace, task: str) -> Iterator[str | None]:
             yield url
 
 
-def bench_method(method: str, args: argparse.Namespace) -> None:
+def bench_method(method: str, args: argparse.Namespace, run: int = 0) -> tuple[float, float | None]:
+    """One job of `method`, its figures printed; (optimize wall / floor, optimize wall / measured floor)."""
     requests, rollouts = InFlight(), InFlight()
     phase: dict[str, float] = {}
     floor = Floor(args.delay_ms / 1000, args.concurrency)
     replay = Replay(args.concurrency)
     instrument(requests, rollouts, floor, replay, phase)
     with tempfile.TemporaryDirectory() as tmp, endpoint_for(args, parse_cell(args.cell).task) as url:
-        out = Path(args.keep) / method if args.keep else Path(tmp) / "job"
+        kept = method if args.runs == 1 else f"{method}.{run + 1}"  # each run a new job, never a resumed one
+        out = Path(args.keep) / kept if args.keep else Path(tmp) / "job"
         cfg = job_config(method, args, out, url)
         if args.tracemalloc:
             tracemalloc.start()
@@ -227,6 +230,16 @@ def bench_method(method: str, args: argparse.Namespace) -> None:
     traced = f"tracemalloc peak {peak / 2**20:.1f} MiB, " if peak is not None else ""
     server = "server thread included" if args.sim_in_process else "the endpoint's process not included"
     print(f"  peak memory: {traced}max RSS {rss_mb:.1f} MiB (process so far, {server})")
+    return (wall / floor.seconds if floor.seconds else float("nan")), (None if measured is None else wall / measured)
+
+
+def summary(method: str, ratios: list[tuple[float, float | None]]) -> str:
+    """Median and range of the ratios of several runs (this machine's noise is of the order of the margins)."""
+    def spread(values: list[float]) -> str:
+        return f"median {statistics.median(values):.2f} (min {min(values):.2f}, max {max(values):.2f})"
+    measured = [m for _, m in ratios if m is not None]
+    line = f"{method}: {len(ratios)} runs; optimize wall / floor {spread([c for c, _ in ratios])}"
+    return line + (f"; / measured floor {spread(measured)}" if measured else "") + " (target <= 1.30)"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -235,6 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--method", default="all", choices=(*METHODS, "all"))
     p.add_argument("--cell", default="task=bfcl,topology=sequential,team_size=4")
     p.add_argument("--concurrency", type=int, default=64)
+    p.add_argument("--runs", type=int, default=1, help="jobs per method; with more than one, a median line at the end")
     p.add_argument("--keep", help="directory to keep the job directories in (default: temporary ones)")
     p.add_argument("--sim-in-process", action="store_true",
                    help="run the simulated endpoint on a thread of this process (its CPU then counts as engine time)")
@@ -242,11 +256,19 @@ def main(argv: list[str] | None = None) -> int:
                    help="also trace Python allocations (peak heap; slows the engine, so it skews the time shares)")
     args = p.parse_args(argv)
     originals = (Endpoint.chat, LedgerRunner._run, potentials.gather, Runner._rollout, job_module.optimize)
+    if args.runs < 1:
+        p.error("--runs must be at least 1")
+    lines = []
     for method in METHODS if args.method == "all" else (args.method,):
-        bench_method(method, args)
-        (Endpoint.chat, LedgerRunner._run, potentials.gather, Runner._rollout,  # type: ignore[method-assign]
-         job_module.optimize) = originals
-        credit.gather = maspo_method.gather = mapro_method.gather = originals[2]
+        ratios = []
+        for run in range(args.runs):
+            ratios.append(bench_method(method, args, run))
+            (Endpoint.chat, LedgerRunner._run, potentials.gather, Runner._rollout,  # type: ignore[method-assign]
+             job_module.optimize) = originals
+            credit.gather = maspo_method.gather = mapro_method.gather = originals[2]
+        lines.append(summary(method, ratios))
+    if args.runs > 1:
+        print("\n".join(lines))
     return 0
 
 

@@ -51,7 +51,10 @@ class Checkpointer:
         thread.join()
 
     def _run(self) -> None:
-        conn = sqlite3.connect(str(self._path), check_same_thread=False)
+        try:
+            conn = sqlite3.connect(str(self._path), check_same_thread=False)
+        except sqlite3.Error:
+            return  # no checkpoints: the WAL grows until the last connection's close checkpoints it
         try:
             while True:
                 self._wanted.wait()
