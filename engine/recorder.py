@@ -197,7 +197,7 @@ class Recorder:
         def op(conn: Any) -> None:
             store.op_call_node(conn, node_id=node.node_id, parent_id=node.parent_id, instance_key=node.instance_key,
                                task_key=node.task_key, worker_key=node.worker_key, level=node.level, actor=node.actor,
-                               reads=tuple(a.site.reads), status=status, reason=reason, extra=extra)
+                               reads=a.site.reads, status=status, reason=reason, extra=extra)
             store.op_event(conn, execution_id=self.execution_id, node_id=node.node_id, worker_key=node.worker_key,
                            sequence=sequence, event_type=EventType.MODEL_CALL, turn_id=node.node_id,
                            payload=payload, started_at=a.started, completed_at=completed,

@@ -25,8 +25,8 @@ from typing import Any
 from core.blobs import INLINE_CAP_BYTES, externalize
 from core.canonical import canonical_json
 from core.vocabulary import MutationType, NodeStatus
-from engine.store.reads import StoreReads
 from engine.store.clock import utc_now
+from engine.store.reads import StoreReads
 from engine.store.schema import create_schema
 from engine.store.writer import Committed, Op, Writer
 
@@ -34,6 +34,14 @@ from engine.store.writer import Committed, Op, Writer
 _MUTATIONS = ("INSERT INTO mutations(sequence, run_id, mutation_type, target_type, target_id, actor, old_value,"
               " new_value, reason, created_at) VALUES ")
 _EDGES = "INSERT INTO edges(source_node_id, target_node_id, run_id, status, created_at, updated_at) VALUES "
+
+
+def _node_added(parent_id: str | None, instance_key: str, task_key: str, status: str, worker_key: str | None,
+                level: int) -> dict[str, Any]:
+    """The new value of a node_added mutation."""
+    return {"parent_id": parent_id, "instance_key": instance_key, "task_key": task_key, "status": status,
+            "assigned_worker_key": worker_key, "level": level}
+
 
 class Store(StoreReads):
     def __init__(self, path: str | Path, run_id: str):
@@ -157,20 +165,23 @@ class Store(StoreReads):
             self._call_keys.add(request_key)
         return event_id
 
+    def _insert_node(self, conn: sqlite3.Connection, now: str, node_id: str, parent_id: str | None,
+                     instance_key: str, task_key: str, status: str, worker_key: str | None, level: int) -> bool:
+        """The node's row, unless a node with that id exists (False)."""
+        return bool(conn.execute(
+            "INSERT OR IGNORE INTO nodes(node_id, run_id, parent_id, instance_key, task_key, status,"
+            " assigned_worker_key, level, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            (node_id, self.run_id, parent_id, instance_key, task_key, status, worker_key, level, now, now),
+        ).rowcount)
+
     def op_node(self, conn: sqlite3.Connection, *, node_id: str, parent_id: str | None, instance_key: str,
                 task_key: str, status: str, worker_key: str | None, level: int, actor: str,
                 reason: str | None = None) -> bool:
         now = utc_now()
-        if not conn.execute(
-            "INSERT OR IGNORE INTO nodes(node_id, run_id, parent_id, instance_key, task_key, status,"
-            " assigned_worker_key, level, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
-            (node_id, self.run_id, parent_id, instance_key, task_key, status, worker_key, level, now, now),
-        ).rowcount:
+        if not self._insert_node(conn, now, node_id, parent_id, instance_key, task_key, status, worker_key, level):
             return False  # already there
-        self.op_mutation(conn, MutationType.NODE_ADDED, "node", node_id, actor=actor,
-                         new={"parent_id": parent_id, "instance_key": instance_key, "task_key": task_key,
-                              "status": status, "assigned_worker_key": worker_key, "level": level},
-                         reason=reason, at=now)
+        self.op_mutation(conn, MutationType.NODE_ADDED, "node", node_id, actor=actor, reason=reason, at=now,
+                         new=_node_added(parent_id, instance_key, task_key, status, worker_key, level))
         return True
 
     def op_status(self, conn: sqlite3.Connection, node_id: str, status: str, *, actor: str,
@@ -206,18 +217,14 @@ class Store(StoreReads):
         of op_node (as running), op_edge per read and op_status, in three statements for a new node (the usual
         case: the edges of a node created here are new too); an existing node (a retried call) takes that path."""
         now = utc_now()
-        if not conn.execute(
-            "INSERT OR IGNORE INTO nodes(node_id, run_id, parent_id, instance_key, task_key, status,"
-            " assigned_worker_key, level, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
-            (node_id, self.run_id, parent_id, instance_key, task_key, status, worker_key, level, now, now),
-        ).rowcount:
+        if not self._insert_node(conn, now, node_id, parent_id, instance_key, task_key, status, worker_key, level):
             for source in reads:
                 self.op_edge(conn, source, node_id, actor=actor)
             self.op_status(conn, node_id, status, actor=actor, reason=reason, extra=extra)
             return False
-        rows = [self._mutation_row(conn, MutationType.NODE_ADDED, "node", node_id, actor=actor, at=now, new={
-            "parent_id": parent_id, "instance_key": instance_key, "task_key": task_key, "status": NodeStatus.RUNNING,
-            "assigned_worker_key": worker_key, "level": level})]
+        rows = [self._mutation_row(conn, MutationType.NODE_ADDED, "node", node_id, actor=actor, at=now,
+                                   new=_node_added(parent_id, instance_key, task_key, NodeStatus.RUNNING, worker_key,
+                                                   level))]
         if sources := list(dict.fromkeys(reads)):
             self._insert(conn, _EDGES, 6, [(source, node_id, self.run_id, "satisfied", now, now) for source in sources])
             rows += [self._mutation_row(conn, MutationType.EDGE_ADDED, "edge", f"{source}->{node_id}", actor=actor,
