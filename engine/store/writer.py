@@ -1,9 +1,12 @@
 """The store's one writer: queued operations run in batches, each one SQLite transaction, on the event loop.
 
 Producers on the loop `submit` an operation (a function of the write connection) and await its `Committed`. The
-first op queued in a loop turn schedules a flush (`call_soon`); the flush runs everything queued by then in one
-transaction, commits and resolves the producers' futures: a commit costs a producer one loop turn, and batches grow
-with the load.
+first op queued in a loop turn schedules a flush as a timer due at once (`call_at(loop.time())`), which asyncio
+runs at the end of the next turn, after that turn's callbacks and I/O callbacks (a `call_soon` would run it at the
+start, before them). The flush runs everything queued by then in one transaction, commits and resolves the
+producers' futures: a commit costs a producer one loop turn, ops queued by the tasks the next turn resumes share
+the transaction instead of waiting for one more, and batches grow with the load (bench: 91 commits for a
+150-rollout, 600-call batch instead of 206, and about 8% less CPU).
 
 Why on the loop, not on a thread of its own (measured with bench/optimizer.py, MAPRO at 50 ms on 2 cores): every
 sqlite3 statement releases and re-takes the GIL, so a writer thread and the loop handed the GIL back and forth about
@@ -108,7 +111,7 @@ class Writer:
         self._queue.append(pending)
         if not self._scheduled:
             self._scheduled = True
-            loop.call_soon(self._flush)
+            loop.call_at(loop.time(), self._flush)
         return Committed(pending)
 
     # ------------------------------------------------------------------ one batch per loop turn

@@ -127,3 +127,29 @@ async def test_checkpoints_copy_the_wal_into_the_database_off_the_loop(tmp_path:
                 await anyio.sleep(0.01)
         assert checkpointer.last is not None and checkpointer.last[2] > 0  # frames were copied by its thread
     assert len(_rows(path, "SELECT node_id FROM nodes")) == 41
+
+
+async def test_ops_queued_by_the_tasks_the_next_turn_resumes_share_the_transaction(tmp_path: Path):
+    """The flush runs at the end of the turn after the first submit: a task that the same turn wakes (here by an
+    event set when the first op was queued) queues into the same transaction instead of waiting for another."""
+    path = tmp_path / "card.sqlite"
+    commits: list[str] = []
+    async with Store(path, "run") as store:
+        store._wconn.set_trace_callback(lambda sql: commits.append(sql) if sql == "COMMIT" else None)
+        woken = anyio.Event()
+        second: list = []
+
+        async def later() -> None:
+            await woken.wait()  # resumed in the turn after the one that queued the first op
+            second.append(store.submit(_node(store, "second")))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(later)
+            await anyio.sleep(0.01)  # `later` is parked on the event
+            first = store.submit(_node(store, "first"))
+            woken.set()
+            assert await first is True
+            await anyio.sleep(0)
+        assert await second[0] is True
+    assert commits == ["COMMIT"]  # one transaction for both
+    assert _rows(path, "SELECT node_id FROM nodes ORDER BY node_id") == [("first",), ("second",)]
