@@ -182,8 +182,10 @@ class Replay:
         else:
             self.segments.append(Segment("single", 1, [[data]]))
 
-    async def run(self, url: str) -> float:
-        """Send every segment again, one after the other; the wall time of all of them."""
+    async def run(self, url: str, cpu_per_request: float = 0.0) -> float:
+        """Send every segment again, one after the other; the wall time of all of them. With `cpu_per_request`
+        (seconds), the client also holds the event loop that long after each response (a busy loop, as an engine's
+        own work per call would): the floor of a client with that much CPU per request but no other overhead."""
         connector = aiohttp.TCPConnector(limit=self.capacity + 16, limit_per_host=self.capacity + 16)
         headers = {"Content-Type": "application/json"}
         async with aiohttp.ClientSession(connector=connector, headers=headers) as session:
@@ -192,6 +194,10 @@ class Replay:
                     for data in bodies:
                         async with session.post(url, data=data) as resp:
                             await resp.read()
+                        if cpu_per_request:
+                            until = time.perf_counter() + cpu_per_request
+                            while time.perf_counter() < until:
+                                pass
 
             t0 = time.perf_counter()
             for seg in self.segments:

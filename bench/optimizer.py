@@ -17,6 +17,10 @@ proposals), one delay. LPT is exact for chains of equal length and within 4/3 of
 ratio optimize wall / floor (target <= 1.3). That floor gives the endpoint no service time; the measured floor
 (bench/floor.py `Replay`) is the wall time of the same request bodies, in the same segments, chains and slots, sent
 again after the job by a bare aiohttp client to the same endpoint process, and the ratio against it is printed too.
+The CPU-matched replay sends them once more with the client busy, after each response, for the optimize phase's CPU
+divided by its requests: what a client that spends as much CPU per request but has no other overhead needs, which
+separates the engine's CPU per call (the ratio of this replay to the measured floor) from how it schedules that
+work (the ratio of the optimize wall to this replay).
 Also the share of optimize wall time with at least one endpoint request outstanding; the time-averaged number of
 rollouts and of requests in flight; and peak memory (the process's max RSS; with --tracemalloc also the peak of
 Python allocations).
@@ -180,8 +184,11 @@ def endpoint_for(args: argparse.Namespace, task: str) -> Iterator[str | None]:
             yield url
 
 
-def bench_method(method: str, args: argparse.Namespace, run: int = 0) -> tuple[float, float | None]:
-    """One job of `method`, its figures printed; (optimize wall / floor, optimize wall / measured floor)."""
+Ratios = tuple[float, float | None, float | None]
+
+
+def bench_method(method: str, args: argparse.Namespace, run: int = 0) -> Ratios:
+    """One job of `method`, its figures printed; optimize wall / floor, / measured floor, / CPU-matched replay."""
     requests, rollouts = InFlight(), InFlight()
     phase: dict[str, float] = {}
     floor = Floor(args.delay_ms / 1000, args.concurrency)
@@ -200,7 +207,11 @@ def bench_method(method: str, args: argparse.Namespace, run: int = 0) -> tuple[f
             total = time.perf_counter() - t0
             peak = tracemalloc.get_traced_memory()[1] if args.tracemalloc else None
             tracemalloc.stop()
-        measured = None if url is None else anyio.run(replay.run, f"{url}/chat/completions")
+        measured = matched = None
+        if url is not None and replay.requests:
+            measured = anyio.run(replay.run, f"{url}/chat/completions")
+            per_request = phase["optimize_cpu"] / replay.requests  # the engine's CPU per live request
+            matched = anyio.run(replay.run, f"{url}/chat/completions", per_request)
     opt, wall = result["optimization"], phase["optimize"]
     usage = opt["usage"]
     calls = {k: usage.get(k, {}).get("model_calls", 0) for k in ("reflection", "judge", "probe")}
@@ -214,13 +225,16 @@ def bench_method(method: str, args: argparse.Namespace, run: int = 0) -> tuple[f
     print(f"  endpoint-bound floor (same run): {floor.batches} rollout batches + {floor.groups} concurrent call groups "
           f"+ {floor.singles} single requests = {floor.seconds:.2f} s; optimize wall / floor = {ratio} "
           "(target <= 1.30)")
-    if measured is None:
+    if measured is None or matched is None:
         print("  measured endpoint floor: n/a (--sim-in-process: the endpoint shares this process)")
     else:
         print(f"  measured endpoint floor (the same request bodies, segments, chains and slots sent again by a bare "
               f"client to the same endpoint process; {replay.requests} requests in {len(replay.segments)} segments): "
               f"{measured:.2f} s = {measured / floor.seconds:.2f}x the computed floor; "
               f"optimize wall / measured floor = {wall / measured:.2f} (target <= 1.30)")
+        print(f"  CPU-matched replay (the same, the client also busy {1000 * per_request:.2f} ms after each response: "
+              f"the optimize phase's CPU per request): {matched:.2f} s; optimize wall / it = {wall / matched:.2f} "
+              "(no target: at 1.0 the engine's wall is what its CPU per request allows)")
     print(f"  optimize wall share waiting on endpoints {100 * requests.busy / wall:.1f}%; in flight (time-averaged): "
           f"rollouts {rollouts.area / wall:.2f}, requests {requests.area / wall:.2f}")
     sel = result["selection"]
@@ -230,16 +244,19 @@ def bench_method(method: str, args: argparse.Namespace, run: int = 0) -> tuple[f
     traced = f"tracemalloc peak {peak / 2**20:.1f} MiB, " if peak is not None else ""
     server = "server thread included" if args.sim_in_process else "the endpoint's process not included"
     print(f"  peak memory: {traced}max RSS {rss_mb:.1f} MiB (process so far, {server})")
-    return (wall / floor.seconds if floor.seconds else float("nan")), (None if measured is None else wall / measured)
+    return ((wall / floor.seconds if floor.seconds else float("nan")), None if measured is None else wall / measured,
+            None if matched is None else wall / matched)
 
 
-def summary(method: str, ratios: list[tuple[float, float | None]]) -> str:
+def summary(method: str, ratios: list[Ratios]) -> str:
     """Median and range of the ratios of several runs (this machine's noise is of the order of the margins)."""
     def spread(values: list[float]) -> str:
         return f"median {statistics.median(values):.2f} (min {min(values):.2f}, max {max(values):.2f})"
-    measured = [m for _, m in ratios if m is not None]
-    line = f"{method}: {len(ratios)} runs; optimize wall / floor {spread([c for c, _ in ratios])}"
-    return line + (f"; / measured floor {spread(measured)}" if measured else "") + " (target <= 1.30)"
+    measured = [m for _, m, _ in ratios if m is not None]
+    matched = [m for _, _, m in ratios if m is not None]
+    line = f"{method}: {len(ratios)} runs; optimize wall / floor {spread([c for c, _, _ in ratios])}"
+    line += (f"; / measured floor {spread(measured)}" if measured else "") + " (target <= 1.30)"
+    return line + (f"; / CPU-matched replay {spread(matched)}" if matched else "")
 
 
 def main(argv: list[str] | None = None) -> int:
