@@ -11,15 +11,13 @@ from typing import Any
 
 import orjson
 
-_orjson_dumps = orjson.dumps
-
 
 # The reference encoding: json.dumps with these options (one instance: dumps would build a new JSONEncoder per call,
 # 3.6 us against 2.2 us for a small dict; `encode` keeps no state between calls, so the instance is thread-safe).
 _ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 reference_json = _ENCODER.encode
 
-_SORT_KEYS = orjson.OPT_SORT_KEYS
+_orjson_dumps, _SORT_KEYS = orjson.dumps, orjson.OPT_SORT_KEYS
 _TINY = 1e-4  # below this magnitude orjson writes floats differently (0.00001, 1e-6 where repr gives 1e-05, 1e-06)
 _INF = float("inf")
 
@@ -57,10 +55,8 @@ def canonical_json(value: Any) -> str:
     try:
         data = _orjson_dumps(value, option=_SORT_KEYS)
     except TypeError:  # orjson.JSONEncodeError is a TypeError
-        return _ENCODER.encode(value)
-    if _orjson_agrees(value):
-        return data.decode()
-    return _ENCODER.encode(value)
+        return reference_json(value)
+    return data.decode() if _orjson_agrees(value) else reference_json(value)
 
 
 def sha256_hex(data: str | bytes) -> str:

@@ -41,21 +41,21 @@ class StoreReads:
         if request_key not in self._call_keys:
             return None
         sql = "SELECT event_id, payload FROM events WHERE request_key=? AND ok=1 ORDER BY rowid LIMIT 1"
-        # one trip to a worker thread for the read and the decoding (each trip costs the loop a wake-up)
-        return await anyio.to_thread.run_sync(partial(self._read_loaded, sql, (request_key,), keyed=True))
+        row = await anyio.to_thread.run_sync(partial(self._read_loaded, sql, (request_key,)))
+        return None if row is None else (row[0], row[1])
 
     async def find_rollout(self, rollout_key: str) -> dict[str, Any] | None:
         if rollout_key not in self._rollout_keys:
             return None
-        return await anyio.to_thread.run_sync(partial(
-            self._read_loaded, "SELECT record FROM rollouts WHERE rollout_key=?", (rollout_key,), keyed=False))
+        row = await anyio.to_thread.run_sync(partial(
+            self._read_loaded, "SELECT record FROM rollouts WHERE rollout_key=?", (rollout_key,)))
+        return None if row is None else row[0]
 
-    def _read_loaded(self, sql: str, params: tuple[Any, ...], *, keyed: bool) -> Any:
-        """The row's last column decoded (with the row's first column when `keyed`), or None without a row."""
+    def _read_loaded(self, sql: str, params: tuple[Any, ...]) -> tuple[Any, ...] | None:
+        """The row with its last column decoded, or None: one worker-thread trip for the read and the decoding
+        (each trip costs the loop a wake-up)."""
         row = self._read_one(sql, params)
-        if row is None:
-            return None
-        return (row[0], self._load(row[1])) if keyed else self._load(row[0])
+        return None if row is None else (*row[:-1], self._load(row[-1]))
 
     def _read_one(self, sql: str, params: tuple[Any, ...]) -> tuple[Any, ...] | None:
         with self._read_lock:
