@@ -33,6 +33,7 @@ from engine.sim.fault_responses import (
     json_response,
 )
 from engine.sim.faults import NO_FAULTS, FaultPlan, RequestFacts, request_key
+from engine.sim.listener import stop_accepting
 from engine.sim.policy import Policy
 from engine.sim.requestlog import RequestLog
 
@@ -142,6 +143,7 @@ class SimServer:
                 _resolve(wake)
         runner, self._runner = self._runner, None
         if runner is not None:
+            await stop_accepting(runner)
             await runner.cleanup()
         self._log.close()
 
