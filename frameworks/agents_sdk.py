@@ -25,7 +25,6 @@ from typing import Any, ClassVar
 
 os.environ["OPENAI_AGENTS_DISABLE_TRACING"] = "1"
 
-import anyio  # noqa: E402
 from agents import (Agent, FunctionTool, MaxTurnsExceeded, ModelSettings, OpenAIChatCompletionsModel,  # noqa: E402
                     Runner, set_tracing_disabled)
 from agents.tool_context import ToolContext  # noqa: E402
@@ -39,6 +38,7 @@ from core.models import AgentOutput, PromptBundle, Row  # noqa: E402
 from core.voting import majority_vote  # noqa: E402
 from frameworks.loopback import async_http_client  # noqa: E402
 from topologies.decentralized import Decentralized, peers_message  # noqa: E402
+from topologies.members import run_members  # noqa: E402
 from topologies.messages import editable, finish_output, system_prompt, tools_for  # noqa: E402
 from topologies.teams import team_spec  # noqa: E402
 
@@ -154,9 +154,7 @@ class SdkDecentralized(Decentralized):
                 except MaxTurnsExceeded:
                     step_limited.add(member)
 
-            async with anyio.create_task_group() as tg:
-                for member in range(n):
-                    tg.start_soon(peer, member)
+            await run_members(n, peer)
             previous = [last_content(gw, role, m) for m in range(n)]
             previous_nodes = [gw.nodes(role, m)[-1] for m in range(n)]
             for member, text in enumerate(previous):  # every round's reports, as the native topology keeps them

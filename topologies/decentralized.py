@@ -3,7 +3,8 @@
 n peers share one `debater` prompt (with the output contract). Round 0: each peer answers alone (with the
 dataset's tools). Round r >= 1: each peer's conversation gets one new user message holding the other peers'
 round r-1 answers (re-rendered into the communication format) and reads those peers' round r-1 nodes. Peers
-within a round run concurrently; they only read the previous round, so the order inside a round cannot matter.
+within a round run concurrently (topologies/members.py: a failing peer lets the others finish); they only read the
+previous round, so the order inside a round cannot matter.
 After the last round, the gold-free majority vote selects the output.
 """
 
@@ -11,14 +12,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import anyio
-
 from core.benchmark import Benchmark, rerenders_handoffs
 from core.communication import CommunicationLog
 from core.contracts import ContractPolicy
 from core.models import AgentOutput, PromptBundle, Row
 from core.topology import AgentContext
 from core.voting import majority_vote
+from topologies.members import run_members
 from topologies.messages import (AgentTurn, editable, finish_output, react, system_prompt,
                                  tools_for)
 from topologies.teams import check_team_size, team_spec
@@ -78,9 +78,7 @@ class Decentralized:
                 current[member] = await react(ctx, role=role, member=member, messages=conversations[member],
                                               tools=tools, reads=reads[member], max_steps=limit)
 
-            async with anyio.create_task_group() as tg:
-                for member in range(n):
-                    tg.start_soon(peer, member)
+            await run_members(n, peer)
             previous = [t for t in current if t is not None]
             for member, turn in enumerate(previous):
                 comm.report(f"{role}.{member}", turn.text)

@@ -4,7 +4,8 @@
 Replica i is member i, so its request seeds differ from the other replicas' (core.seeds.call_seed) while the
 messages are identical. Nobody reads anybody: the replicas' nodes have no edges between them. The output is the
 selected replica's output, with the vote summary in its metadata. Communication formats apply as a prompt
-contract only (there are no hand-offs).
+contract only (there are no hand-offs). A replica that fails lets the others finish (topologies/members.py), so
+the attempt's retry replays their answers.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from core.contracts import ContractPolicy
 from core.models import AgentOutput, PromptBundle, Row
 from core.topology import AgentContext
 from core.voting import majority_vote
+from topologies.members import run_members
 from topologies.messages import (AgentTurn, editable, finish_output, react, system_prompt,
                                  tools_for)
 from topologies.teams import check_team_size, team_spec
@@ -57,9 +59,7 @@ class Independent:
                 turns[member] = await react(ctx, role=role, member=member, messages=messages, tools=tools,
                                             reads=(), max_steps=limit, native_call_answer=native)
 
-        async with anyio.create_task_group() as tg:
-            for member in range(self.team_size):
-                tg.start_soon(replica, member)
+        await run_members(self.team_size, replica)
 
         # A replica past its wall-clock cap abstains (no output); members keep their indices.
         outputs = [AgentOutput(text=None if t is None else t.text, tool_calls=() if t is None else t.tool_calls,

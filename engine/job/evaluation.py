@@ -63,8 +63,8 @@ def failure_counts(records: tuple[RolloutRecord, ...] | list[RolloutRecord]) -> 
 
 class SharedEvaluations(Protocol):
     """A content-addressed evaluation cache shared by jobs (engine/sweep/evalcache.py): `evaluate` runs
-    `run(pool)` at most once per evaluation id across jobs and processes; later callers re-run the rollouts
-    against a pool that answers every model call from the first run's recorded responses, so each job's store
+    `run(pool)` against a pool that answers every model call an earlier job recorded for this evaluation id (in
+    any process) and sends only the others, so a request is answered once per evaluation while each job's store
     and card still hold every rollout and call. Returns the records and a provenance dict."""
 
     async def evaluate(self, evaluation_id: str, identity: dict[str, Any], pool: Any,

@@ -7,7 +7,12 @@ processes and across jobs in one process), runs it against the endpoints and rec
 request key into `DIR/<id>.json` (written atomically). Every later job takes the lock, finds the file and runs the
 same rollouts against a pool that answers from those responses: no endpoint request, while its own store and
 card still hold every rollout, call and score (and an `mpb.shared_evaluation` annotation naming the source).
-A response the file lacks (it cannot happen for a deterministic runtime; defensive) goes to the live endpoint.
+A response the file lacks goes to the live endpoint.
+
+An evaluation in which some rollout ended as an infrastructure failure is not an answer, but the model responses
+it did get are: they are saved with `complete: false`, and the next job to need the evaluation replays them and
+sends only what is missing (a request the endpoint answered is never sent again), then saves the union, complete
+once every rollout is usable. Only a complete file is "shared"; a job that extends a partial one says "extended".
 """
 
 from __future__ import annotations
@@ -94,11 +99,13 @@ class EvaluationCache:
             raise ArtifactError(f"shared evaluation {path} has a different identity")
         return dict(data)
 
-    def _save(self, evaluation_id: str, identity: dict[str, Any], responses: dict[str, Any]) -> None:
+    def _save(self, evaluation_id: str, identity: dict[str, Any], responses: dict[str, Any], complete: bool,
+              computed_by: str) -> None:
         path = self.dir / f"{evaluation_id}.json"
         tmp = path.with_suffix(f".tmp{os.getpid()}")
         tmp.write_text(canonical_json({"schema": SCHEMA, "evaluation_id": evaluation_id, "identity": identity,
-                                       "computed_by": self.owner, "responses": responses}), encoding="utf-8")
+                                       "computed_by": computed_by, "complete": complete, "responses": responses}),
+                       encoding="utf-8")
         os.replace(tmp, path)
 
     async def evaluate(self, evaluation_id: str, identity: dict[str, Any], pool: Any,
@@ -106,14 +113,18 @@ class EvaluationCache:
                        ) -> tuple[list[RolloutRecord], dict[str, Any]]:
         async with self._hold(evaluation_id):
             found = await anyio.to_thread.run_sync(self._load, evaluation_id, identity)
+            shared = found is not None and found.get("complete", True)  # files before `complete` were complete
             responses: dict[str, Any] = dict(found["responses"]) if found else {}
             recorded: dict[str, Any] = {}
             endpoint = _Pool(pool, responses, recorded)
             records = await run(endpoint)
-            complete = all(r.usable for r in records)
-            if found is None and complete:  # only a clean evaluation is shared (an infra failure is not an answer)
-                await anyio.to_thread.run_sync(self._save, evaluation_id, identity, recorded)
-        provenance = {"source": "shared" if found else "computed", "computed_by": found["computed_by"] if found
-                      else self.owner, "calls_from_cache": endpoint.hits, "calls_live": endpoint.misses,
-                      "saved": found is None and complete}
+            complete = all(r.usable for r in records)  # an infra failure is not an answer; its neighbours' are
+            save = not shared and bool(recorded)
+            computed_by = found["computed_by"] if found else self.owner
+            if save:
+                await anyio.to_thread.run_sync(self._save, evaluation_id, identity, {**responses, **recorded},
+                                               complete, computed_by)
+        provenance = {"source": "shared" if shared else "extended" if found else "computed",
+                      "computed_by": computed_by, "calls_from_cache": endpoint.hits, "calls_live": endpoint.misses,
+                      "saved": save, "complete": complete}
         return records, provenance

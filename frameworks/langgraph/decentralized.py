@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
-import anyio
 from langchain_core.messages import AnyMessage, HumanMessage
 from langgraph.graph import END, START, StateGraph
 
@@ -23,6 +22,7 @@ from core.models import AgentOutput, PromptBundle, Row
 from core.voting import majority_vote
 from frameworks.langgraph.agent import FRAMEWORK, Team, open_team, react, start_messages
 from topologies.decentralized import Decentralized, peers_message
+from topologies.members import run_members
 from topologies.messages import AgentTurn, editable, finish_output, system_prompt, tools_for
 from topologies.teams import team_spec
 
@@ -94,9 +94,7 @@ class LangGraphDecentralized(Decentralized):
                                                      reads=reads[member], max_steps=limit)
                 conversations[member].extend(added)
 
-            async with anyio.create_task_group() as tg:
-                for member in range(n):
-                    tg.start_soon(peer, member)
+            await run_members(n, peer)
             turns = [t for t in current if t is not None]
             last_results = list(state["last_tool_result"])
             for member, turn in enumerate(turns):

@@ -8,6 +8,7 @@ replica's with the vote summary in its metadata. Communication formats apply as 
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -19,6 +20,7 @@ from core.topology import AgentContext
 from core.models import AgentOutput, PromptBundle, Row
 from core.voting import majority_vote
 from frameworks.langgraph.agent import FRAMEWORK, Team, open_team, react, start_messages
+from topologies.members import run_members
 from topologies.messages import AgentTurn, editable, finish_output, system_prompt, tools_for
 from topologies.teams import team_spec
 from topologies.independent import Independent
@@ -49,9 +51,7 @@ class LangGraphIndependent(Independent):
         async with open_team(ctx) as team:
             for member in range(self.team_size):
                 team.model(role, member)  # every route exists before the replicas start
-            async with anyio.create_task_group() as tg:
-                for member in range(self.team_size):
-                    tg.start_soon(replica, team, member)
+            await run_members(self.team_size, functools.partial(replica, team))
         return await self._vote(row, ctx, bench, role, comm, turns, cap)
 
     async def _vote(self, row: Row, ctx: AgentContext, bench: Benchmark, role: str, comm: CommunicationLog,

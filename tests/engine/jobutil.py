@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -45,13 +46,25 @@ def comparable(result: dict[str, Any]) -> dict[str, Any]:
 
 def stored_sim_keys(db_path: Path) -> set[str]:
     """The simulated endpoint's logical keys of every successful model call recorded in a store."""
+    return set(live_sim_keys(db_path))
+
+
+def live_sim_keys(db_path: Path) -> Counter[str]:
+    """How often each simulated-endpoint key was answered live (not replayed) according to a store's model calls."""
     conn = sqlite3.connect(str(db_path))
-    keys = set()
+    keys: Counter[str] = Counter()
     for (payload,) in conn.execute("SELECT payload FROM events WHERE event_type='model_call' AND ok=1"):
         data = json.loads(payload)
         if data.get("replayed_from"):
             continue
-        keys.add(sim_request_key({"model": data["params"]["model"], "messages": data["request"]["messages"],
-                                  "tools": data["request"]["tools"], "seed": data["seed"]}))
+        keys[sim_request_key({"model": data["params"]["model"], "messages": data["request"]["messages"],
+                              "tools": data["request"].get("tools"), "seed": data["seed"]})] += 1
     conn.close()
     return keys
+
+
+def answered_sim_keys(log: list[dict[str, Any]]) -> Counter[str]:
+    """How often the simulated endpoint answered each request of a job (a 200 without an injected fault; the pool's
+    health probes, which match no row and carry no seed, are not the job's requests)."""
+    return Counter(e["key"] for e in log if e.get("key") and e.get("status") == 200 and e.get("fault") is None
+                   and e.get("kind") != "no_match")

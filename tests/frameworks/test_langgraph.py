@@ -42,6 +42,7 @@ from engine.sim.policy import Policy
 from engine.sim.server import SimServer
 from frameworks.langgraph import RUNTIMES
 from tests.engine.jobutil import comparable, stored_sim_keys
+from tests.engine.faults.matrix import IMMEDIATE_FAULTS, assert_answered_once
 from tests.frameworks import lg_cards, lg_job
 from tests.topologies.scripted import fake
 from topologies.registry import get_topology
@@ -443,3 +444,18 @@ def test_independent_wall_clock_cap_makes_a_late_replica_abstain(tmp_path):
     meta = record.final_output.metadata
     assert len(meta["timed_out_members"]) == 1 and meta["wall_clock_cap_s"] == 1.0
     assert meta["vote"]["selected_member"] not in meta["timed_out_members"]
+
+
+@pytest.mark.parametrize("topology", TOPOLOGIES)
+def test_each_answer_through_the_gateway_is_recorded_once_and_never_requested_again(tmp_path, topology):
+    """A failed call must not take its team's in-flight calls down with it (tests/engine/faults/test_answered_once)."""
+    server = SimServer(build_policy(["bfcl"]), faults=IMMEDIATE_FAULTS)
+    server.start()
+    try:
+        job = tmp_path / "job"
+        result = lg_job.run(job, server.base_url, cell(topology), "gepa", budget=10, concurrency=6, timeout=10.0)
+        log = server.log
+    finally:
+        server.stop()
+    assert result["status"] == "completed"
+    assert_answered_once(log, job)

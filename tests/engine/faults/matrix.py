@@ -7,12 +7,15 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from tests.engine.jobutil import comparable, run
+from engine.sim.faults import FaultPlan
+from tests.engine.jobutil import answered_sim_keys, comparable, live_sim_keys, run
 from tests.fakebench import FakeBench
 
 # every topology, team sizes 2 and 4 for the multi-agent ones
 TOPOLOGIES: tuple[tuple[str, int], ...] = (("single", 1),) + tuple(
     (top, n) for top in ("independent", "sequential", "centralized", "decentralized") for n in (2, 4))
+# faults the endpoint answers at once (none holds an answer: a late answer the client gave up on is re-sent, rightly)
+IMMEDIATE_FAULTS = FaultPlan(rates={"http_500": 0.12, "http_503": 0.04, "reset": 0.04, "malformed_json": 0.04}, seed=5)
 ATTEMPT_COUNTERS = ("attempted", "infrastructure_failures", "retries")
 
 
@@ -71,3 +74,11 @@ def infra_records(job: Path) -> int:
     """Rollouts of the test phase that ended as infrastructure failures (after their retries)."""
     test = json.loads((job / "test.json").read_text())
     return sum(c["infrastructure_failures"] for c in test["failure_counts"].values())
+
+
+def assert_answered_once(log: list[dict[str, Any]], job: Path) -> None:
+    """Every answer the endpoint sent for the job is in its card, once, and none was asked for again."""
+    assert sum(1 for e in log if e.get("fault")) >= 5, "too few faults injected: the test would show little"
+    answered = answered_sim_keys(log)
+    assert answered and max(answered.values()) == 1, [k for k, c in answered.items() if c > 1][:3]
+    assert live_sim_keys(job / "card.sqlite") == answered

@@ -1,4 +1,5 @@
-"""With 5xx faults on both endpoints, the only requests a sweep sends twice are same-seed retries of a failed one."""
+"""With 5xx faults on both endpoints, the only requests a sweep sends twice are same-seed retries of a failed one: an
+answer is never asked for again (not even one a failed replica's siblings were waiting for)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from tests.engine.sweep.sweeputil import endpoint_args, model_requests, sweep
 
 def test_duplicates_are_only_same_seed_retries_of_failed_requests(tmp_path):
     policy = build_policy(["bfcl"], None)
-    servers = [SimServer(policy, faults=FaultPlan(rates={"http_500": 0.03}, seed=i)).start() for i in range(2)]
+    servers = [SimServer(policy, faults=FaultPlan(rates={"http_500": 0.1}, seed=i)).start() for i in range(2)]
     try:
         proc = sweep("run", "--sweep-dir", str(tmp_path / "sw"), "--runtime", "native", "--tasks", "bfcl", "--methods", "identity",
                      "--table", "3", "--topologies", "single,independent", *endpoint_args(servers), "--no-aggregate")
