@@ -119,7 +119,7 @@ class EvaluationCache:
             endpoint = _Pool(pool, responses, recorded)
             records = await run(endpoint)
             complete = all(r.usable for r in records)  # an infra failure is not an answer; its neighbours' are
-            save = not shared and bool(recorded)
+            save = not shared and (bool(recorded) or complete)  # new answers, or the news that it is complete
             computed_by = found["computed_by"] if found else self.owner
             if save:
                 await anyio.to_thread.run_sync(self._save, evaluation_id, identity, {**responses, **recorded},
