@@ -26,7 +26,7 @@ from engine.sim.faults import FAULT_KINDS, FaultPlan
 from engine.sim.server import SimServer
 from tests.conftest import start_sim
 from tests.engine.faults.matrix import (IMMEDIATE_FAULTS, assert_answered_once, assert_closed_ledger,
-                                        assert_store_consistent, small_bench)
+                                        assert_store_consistent, job_and_log, small_bench)
 from tests.engine.jobutil import run, stored_sim_keys
 from tests.frameworks import auto_job
 from tests.frameworks.auto_card import decoding_for, model_calls, records, rollout_of
@@ -300,11 +300,7 @@ def test_kill9_mid_optimization_then_rerun_equals_uninterrupted(tmp_path: Path) 
 def test_each_answer_through_autogen_is_recorded_once_and_never_requested_again(tmp_path: Path) -> None:
     """tests/engine/faults/test_answered_once, on the AutoGen runtime."""
     server = start_sim(small_bench(), faults=IMMEDIATE_FAULTS)
-    try:
-        result = run(tmp_path / "job", server.base_url, small_bench(), cell=GPQA_CELL, method="gepa", budget=10,
-                     timeout=10.0)
-        log = server.log
-    finally:
-        server.stop()
+    result, log = job_and_log(server, lambda: run(tmp_path / "job", server.base_url, small_bench(), cell=GPQA_CELL,
+                                                  method="gepa", budget=10, timeout=10.0))
     assert result["status"] == "completed"
     assert_answered_once(log, tmp_path / "job")

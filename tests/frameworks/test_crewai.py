@@ -24,7 +24,7 @@ from engine.sim.faults import FAULT_KINDS, FaultPlan
 from engine.sim.server import SimServer
 from tests.conftest import start_sim
 from tests.engine.faults.matrix import (IMMEDIATE_FAULTS, assert_answered_once, assert_closed_ledger,
-                                        assert_store_consistent)
+                                        assert_store_consistent, job_and_log)
 from tests.engine.jobutil import stored_sim_keys
 from tests.frameworks.crew_bench import ToolSums
 from tests.frameworks.crew_job import (REGISTERED, Call, assert_seeds_and_decoding, by_attempt, reads,
@@ -212,10 +212,7 @@ def test_crewai_tool_backend_outage_is_an_uncharged_infrastructure_failure(tmp_p
 def test_each_answer_through_crewai_is_recorded_once_and_never_requested_again(tmp_path):
     """tests/engine/faults/test_answered_once, on the CrewAI runtime."""
     server = start_sim(ToolSums(), faults=IMMEDIATE_FAULTS)
-    try:
-        result = run(tmp_path / "job", server.base_url, CELL.format(task="gpqa"), "gepa", 10, timeout=10.0)
-        log = server.log
-    finally:
-        server.stop()
+    result, log = job_and_log(server, lambda: run(tmp_path / "job", server.base_url, CELL.format(task="gpqa"), "gepa",
+                                                  10, timeout=10.0))
     assert result["status"] == "completed"
     assert_answered_once(log, tmp_path / "job")

@@ -42,7 +42,7 @@ from engine.sim.policy import Policy
 from engine.sim.server import SimServer
 from frameworks.langgraph import RUNTIMES
 from tests.engine.jobutil import comparable, stored_sim_keys
-from tests.engine.faults.matrix import IMMEDIATE_FAULTS, assert_answered_once
+from tests.engine.faults.matrix import IMMEDIATE_FAULTS, assert_answered_once, job_and_log
 from tests.frameworks import lg_cards, lg_job
 from tests.topologies.scripted import fake
 from topologies.registry import get_topology
@@ -449,13 +449,9 @@ def test_independent_wall_clock_cap_makes_a_late_replica_abstain(tmp_path):
 @pytest.mark.parametrize("topology", TOPOLOGIES)
 def test_each_answer_through_the_gateway_is_recorded_once_and_never_requested_again(tmp_path, topology):
     """A failed call must not take its team's in-flight calls down with it (tests/engine/faults/test_answered_once)."""
-    server = SimServer(build_policy(["bfcl"]), faults=IMMEDIATE_FAULTS)
-    server.start()
-    try:
-        job = tmp_path / "job"
-        result = lg_job.run(job, server.base_url, cell(topology), "gepa", budget=10, concurrency=6, timeout=10.0)
-        log = server.log
-    finally:
-        server.stop()
+    server = SimServer(build_policy(["bfcl"]), faults=IMMEDIATE_FAULTS).start()
+    job = tmp_path / "job"
+    result, log = job_and_log(server, lambda: lg_job.run(job, server.base_url, cell(topology), "gepa", budget=10,
+                                                         concurrency=6, timeout=10.0))
     assert result["status"] == "completed"
     assert_answered_once(log, job)

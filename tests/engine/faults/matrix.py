@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from engine.sim.faults import FaultPlan
+from engine.sim.server import SimServer
 from tests.engine.jobutil import answered_sim_keys, comparable, live_sim_keys, run
 from tests.fakebench import FakeBench
 
@@ -74,6 +76,16 @@ def infra_records(job: Path) -> int:
     """Rollouts of the test phase that ended as infrastructure failures (after their retries)."""
     test = json.loads((job / "test.json").read_text())
     return sum(c["infrastructure_failures"] for c in test["failure_counts"].values())
+
+
+def job_and_log(server: SimServer,
+                run_job: Callable[[], dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Run a job against a started simulated endpoint, then stop the endpoint: the job's result and its request log."""
+    try:
+        result = run_job()
+        return result, server.log
+    finally:
+        server.stop()
 
 
 def assert_answered_once(log: list[dict[str, Any]], job: Path) -> None:

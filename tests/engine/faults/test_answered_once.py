@@ -11,18 +11,14 @@ import pytest
 
 from tests.conftest import start_sim
 from tests.engine.faults.matrix import (IMMEDIATE_FAULTS, TOPOLOGIES, assert_answered_once, assert_closed_ledger,
-                                        assert_store_consistent, run_small, small_bench)
+                                        assert_store_consistent, job_and_log, run_small, small_bench)
 
 
 @pytest.mark.parametrize("topology,n", TOPOLOGIES)
 def test_each_answer_is_recorded_once_and_never_requested_again(tmp_path: Path, topology: str, n: int):
     server = start_sim(small_bench(), faults=IMMEDIATE_FAULTS)
-    try:
-        job = tmp_path / "job"
-        run_small(job, server.base_url, topology, n, timeout=10.0)
-        log = server.log
-    finally:
-        server.stop()
+    job = tmp_path / "job"
+    _, log = job_and_log(server, lambda: run_small(job, server.base_url, topology, n, timeout=10.0))
     assert_closed_ledger(job)
     assert_store_consistent(job)
     assert_answered_once(log, job)
