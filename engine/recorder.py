@@ -5,7 +5,9 @@ reflection, a judge or a probe) and a request body, the recorder
 
 1. derives the request seed from the site (core.seeds; never a global RNG) and puts it in the body,
 2. computes the logical request key (content hash of the body as sent) and looks it up for replay: a successful
-   call already recorded under that key is answered from the store, not sent again (resume, same-seed retries),
+   call already recorded under that key is answered from the store, not sent again (resume, same-seed retries);
+   an identical request that any recorder of the store is sending now (another rollout on the same item and seed,
+   e.g. MASPO's parent and offspring) is waited for, then answered from the store too,
 3. otherwise sends the body through the endpoint / outage-aware pool, retrying infrastructure errors with the
    same seed on the one retry path (engine.retry, tenacity) up to the recorder's attempt count,
 4. records each attempt BEFORE its result is handed back, in one store operation: the call's node (with its read
@@ -97,7 +99,6 @@ class Recorder:
         self.live_calls = 0
         self.replayed_calls = 0
         self._sequence = 0
-        self._in_flight: dict[str, list[anyio.Event]] = {}  # request key -> tasks waiting for the same request
 
     def _next_sequence(self) -> int:
         seq = self._sequence
@@ -110,16 +111,18 @@ class Recorder:
         encoded = canonical_json(body)  # once: the content hash, the replay key and the bytes sent
         sent = _Sent(body, encoded, sha256_hex(encoded))
         request_key = site.replay_key(sent.sha256)
-        while (waiting := self._in_flight.get(request_key)) is not None:
-            # an identical request is in flight: wait for it, then replay it (or send, if it failed)
+        in_flight = self.store.in_flight  # one table per store: every recorder of the job sees every request
+        while (waiting := in_flight.get(request_key)) is not None:
+            # an identical request is in flight (this execution's or another's, e.g. a parent and its offspring
+            # on the same item and seed): wait for it, then replay it (or send, if it failed)
             event = anyio.Event()
             waiting.append(event)
             await event.wait()
-        self._in_flight[request_key] = []
+        in_flight[request_key] = []
         try:
             return await self._call_once(site, sent, request_key)
         finally:
-            for event in self._in_flight.pop(request_key):
+            for event in in_flight.pop(request_key):
                 event.set()
 
     async def _call_once(self, site: CallSite, sent: _Sent, request_key: str) -> RecordedCall:

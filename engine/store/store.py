@@ -60,6 +60,9 @@ class Store(StoreReads):
         self._call_keys = {r[0] for r in self._wconn.execute(
             "SELECT DISTINCT request_key FROM events WHERE ok=1 AND request_key IS NOT NULL")}
         self._rollout_keys = {r[0] for r in self._wconn.execute("SELECT rollout_key FROM rollouts")}
+        # request key -> the waiters of the one call sending it now, across all of the job's recorders
+        # (engine/recorder.py): an identical request waits for that call and is answered from the store
+        self.in_flight: dict[str, list[Any]] = {}
         self.generation = self._bump_generation()
         self._mutation_seq = self._next_mutation_seq()
         self._writer = Writer(self._wconn, self.path, on_rollback=self._rolled_back)

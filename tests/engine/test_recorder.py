@@ -187,7 +187,66 @@ async def test_identical_concurrent_calls_send_once_and_hold_no_lock_afterwards(
                     tg.start_soon(one)
         assert len(server.log) == 1 and (recorder.live_calls, recorder.replayed_calls) == (1, 3)
         assert len({json.dumps(r.response, sort_keys=True) for r in results}) == 1
-        assert recorder._in_flight == {}  # keys are held only while their request is in flight
+        assert store.in_flight == {}  # keys are held only while their request is in flight
     finally:
         await endpoint.aclose()
+        server.stop()
+
+
+async def _two_rollouts(db: Path, url: str) -> tuple[list[Any], list[Recorder]]:
+    """The same agent turn (same rollout seed, role, member and turn: the same body) of two rollouts at once, as
+    MASPO's parent and offspring on one item and seed send it when the role being searched comes later."""
+    endpoint = Endpoint(url, "test-model")
+    outcomes: list[Any] = [None, None]
+    try:
+        async with Store(db, run_id="run") as store:
+            recorders = []
+            for i, node in enumerate(("optimize/parent", "optimize/child")):
+                await store.add_node(node_id=node, parent_id=None, instance_key=f"r{i}", task_key="optimize",
+                                     status="running", worker_key=None, level=1, actor="test")
+                recorders.append(Recorder(store=store, endpoint=endpoint, execution_id=f"{node}#g0a1"))
+
+            async def one(i: int, node: str) -> None:
+                try:
+                    outcomes[i] = await recorders[i].call(AgentTurn(node, 7, "solver", 1, 0), BODY)
+                except InfrastructureError as exc:
+                    outcomes[i] = exc
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(one, 0, "optimize/parent")
+                await anyio.sleep(0.01)  # the parent's request is on the wire when the child's turn asks
+                tg.start_soon(one, 1, "optimize/child")
+            assert store.in_flight == {}
+        return outcomes, recorders
+    finally:
+        await endpoint.aclose()
+
+
+async def test_an_identical_request_of_another_rollout_in_flight_is_waited_for_and_replayed(tmp_path):
+    server = start_sim(FakeBench(), delay_s=0.1)
+    db = tmp_path / "card.sqlite"
+    try:
+        (parent, child), recorders = await _two_rollouts(db, server.base_url)
+        assert len(server.log) == 1  # the endpoint answered once
+        assert [(r.live_calls, r.replayed_calls) for r in recorders] == [(1, 0), (0, 1)]
+        assert parent.replayed_from is None and child.replayed_from is not None
+        assert child.response == parent.response
+        events = {eid: payload for eid, _, payload, _ in _events(db)}
+        assert events[child.replayed_from]["attempt_execution"] == "optimize/parent#g0a1"
+        replayed = [p for p in events.values() if p["replayed_from"]]
+        assert [p["attempt_execution"] for p in replayed] == ["optimize/child#g0a1"]
+    finally:
+        server.stop()
+
+
+async def test_a_failed_identical_request_of_another_rollout_leaves_the_waiter_to_send_its_own(tmp_path):
+    server = start_sim(FakeBench(), delay_s=0.1, faults=FaultPlan(schedule=[ScheduledFault(kind="http_500", nth=0)]))
+    db = tmp_path / "card.sqlite"
+    try:
+        (parent, child), recorders = await _two_rollouts(db, server.base_url)
+        assert isinstance(parent, InfrastructureError)  # an agent turn has one attempt
+        assert child.replayed_from is None and [r.live_calls for r in recorders] == [0, 1]
+        assert [e["fault"] for e in server.log] == ["http_500", None]
+        assert len({e["seed"] for e in server.log}) == 1  # the same request, sent again by the waiter
+    finally:
         server.stop()
