@@ -1,6 +1,6 @@
 """Every optimizer job asks the endpoint for each distinct request once, in the team topologies: a request that
 another rollout is sending at that moment (MASPO's parent and offspring on the same item and seed share every
-call before the role being searched; MAPRO, GEPA and MIPRO batches can repeat a prompt too) is waited for and
+call before the role being searched; MAPRO and GEPA batches can repeat a prompt too) is waited for and
 answered from the store, never sent a second time. Over the real simulated HTTP endpoint with its request log, on
 BFCL 4-agent teams at the default budget; the card's live calls are exactly what the endpoint answered."""
 
@@ -20,6 +20,7 @@ from engine.runner import RetryPolicy
 from engine.sim.build import build_policy
 from engine.sim.faults import FaultPlan
 from engine.sim.server import SimServer
+from tests.engine.faults.matrix import job_and_log
 from tests.engine.jobutil import live_sim_keys
 from tests.optimizers.test_jobs import check_closed_ledger
 from tests.optimizers.optjob import read
@@ -42,7 +43,7 @@ def config(out: Path, url: str, method: str, topology: str) -> JobConfig:
 
 def answered(log: list[dict[str, Any]]) -> Counter[str]:
     """How often the endpoint answered each seeded request (a 200 without an injected fault). Unlike
-    tests/engine/jobutil.answered_sim_keys this keeps the answers that match no dataset row (some judge prompts):
+    tests/engine/jobutil.answered_sim_keys this keeps the answers that match no dataset row (MAPRO's tool-less probe of a manager prompt):
     the pool's health probes, which carry no seed, are the only requests left out."""
     return Counter(e["key"] for e in log if e.get("key") and e.get("status") == 200 and e.get("fault") is None
                    and e.get("seed") is not None)
@@ -52,11 +53,7 @@ def answered(log: list[dict[str, Any]]) -> Counter[str]:
 def test_each_distinct_request_is_answered_once(tmp_path: Path, method: str, topology: str, faults: FaultPlan | None):
     server = SimServer(build_policy(["bfcl"]), faults=faults).start()
     out = tmp_path / "job"
-    try:
-        anyio.run(run_job, config(out, server.base_url, method, topology))
-        log = server.log
-    finally:
-        server.stop()
+    _, log = job_and_log(server, lambda: anyio.run(run_job, config(out, server.base_url, method, topology)))
     check_closed_ledger(read(out, "optimization.json")["budget"], 600)
     if faults is not None:
         assert sum(1 for e in log if e.get("fault")) >= 50
