@@ -66,6 +66,7 @@ from engine.job.context import JobContext  # noqa: E402
 from engine.job.run_job import run_job  # noqa: E402
 from engine.runner import RetryPolicy, Runner  # noqa: E402
 from core.cell import parse_cell  # noqa: E402
+from core.errors import UsageError  # noqa: E402
 from core.vocabulary import SIMULATED_REFLECTION_MODEL_ID, SIMULATED_TASK_MODEL_ID  # noqa: E402
 from bench.floor import CHAIN, THUNK, Floor, InFlight, Replay  # noqa: E402
 from core.canonical import canonical_json  # noqa: E402
@@ -149,18 +150,23 @@ def instrument(requests: InFlight, rollouts: InFlight, floor: Floor, replay: Rep
 @contextmanager
 def sim_process(task: str, delay_ms: float) -> Iterator[str]:
     """`python -m engine serve-sim` on an ephemeral 127.0.0.1 port in a process of its own; yields its base URL."""
+    errors = tempfile.TemporaryFile("w+")  # its stderr: a file, which never fills and blocks it as a pipe would
     proc = subprocess.Popen([sys.executable, "-m", "engine", "serve-sim", "--port", "0", "--tasks", task,
-                             "--delay-ms", str(delay_ms)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                             "--delay-ms", str(delay_ms)], cwd=ROOT, stdout=subprocess.PIPE, stderr=errors,
                             text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     try:
         assert proc.stdout is not None
         url = proc.stdout.readline().strip()
         if not url.startswith("http://"):
-            raise SystemExit(f"bench: the simulated endpoint did not start (exit code {proc.poll()})")
+            code = proc.wait()
+            errors.seek(0)
+            reason = (errors.read().strip().splitlines() or ["no message"])[-1]
+            raise UsageError(f"the simulated endpoint did not start (exit code {code}): {reason}")
         yield url
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+        errors.close()
 
 
 def job_config(method: str, args: argparse.Namespace, out: Path, url: str | None) -> JobConfig:
@@ -279,7 +285,11 @@ def main(argv: list[str] | None = None) -> int:
     for method in METHODS if args.method == "all" else (args.method,):
         ratios = []
         for run in range(args.runs):
-            ratios.append(bench_method(method, args, run))
+            try:
+                ratios.append(bench_method(method, args, run))
+            except UsageError as exc:  # an off-grid cell, missing data: one line, exit 2
+                print(f"bench: {exc}", file=sys.stderr)
+                return 2
             (Endpoint.chat, LedgerRunner._run, potentials.gather, Runner._rollout,  # type: ignore[method-assign]
              job_module.optimize) = originals
             credit.gather = maspo_method.gather = mapro_method.gather = originals[2]

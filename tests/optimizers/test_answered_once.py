@@ -2,7 +2,8 @@
 another rollout is sending at that moment (MASPO's parent and offspring on the same item and seed share every
 call before the role being searched; MAPRO and GEPA batches can repeat a prompt too) is waited for and
 answered from the store, never sent a second time. Over the real simulated HTTP endpoint with its request log, on
-BFCL 4-agent teams at the default budget; the card's live calls are exactly what the endpoint answered."""
+BFCL 4-agent teams at the default budget, and on HotpotQA (read by its real loader from the official layout, with
+the conformant wiki_dir retrieval tool); the card's live calls are exactly what the endpoint answered."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from engine.sim.server import SimServer
 from tests.engine.faults.matrix import job_and_log
 from tests.engine.jobutil import live_sim_keys
 from tests.optimizers.test_jobs import check_closed_ledger
+from tests.optimizers.hotpotqa_layout import write_hotpotqa_layout
 from tests.optimizers.optjob import read
 
 CASES = [("maspo", "centralized", None), ("maspo", "sequential", None), ("maspo", "decentralized", None),
@@ -33,11 +35,12 @@ FAULTS = FaultPlan(rates={"http_500": 0.05, "reset": 0.03, "malformed_json": 0.0
 CASES += [("maspo", "centralized", FAULTS), ("mapro", "decentralized", FAULTS)]
 
 
-def config(out: Path, url: str, method: str, topology: str) -> JobConfig:
-    cfg = build_config(cell=f"task=bfcl,topology={topology},team_size=4", method=method, seed=2, out=str(out),
-                       budget=600, task_endpoints=[url], model_id=SIMULATED_TASK_MODEL_ID, data_dir=None,
-                       concurrency=32, reflection_endpoint=url, reflection_model=SIMULATED_REFLECTION_MODEL_ID,
-                       quiet=True)
+def config(out: Path, url: str, method: str, topology: str, task: str = "bfcl", data_dir: Path | None = None,
+           options: dict[str, Any] | None = None) -> JobConfig:
+    cfg = build_config(cell=f"task={task},topology={topology},team_size=4", method=method, seed=2, out=str(out),
+                       budget=600, task_endpoints=[url], model_id=SIMULATED_TASK_MODEL_ID,
+                       data_dir=None if data_dir is None else str(data_dir), concurrency=32, reflection_endpoint=url,
+                       reflection_model=SIMULATED_REFLECTION_MODEL_ID, quiet=True, dataset_options=options or {})
     return JobConfig(**{**cfg.__dict__, "retry": RetryPolicy(base_delay=0.0)})
 
 
@@ -54,6 +57,21 @@ def test_each_distinct_request_is_answered_once(tmp_path: Path, method: str, top
     server = SimServer(build_policy(["bfcl"]), faults=faults).start()
     out = tmp_path / "job"
     _, log = job_and_log(server, lambda: anyio.run(run_job, config(out, server.base_url, method, topology)))
+    check_answered_once(out, log, faults)
+
+
+@pytest.mark.parametrize("method", ["maspo", "mapro"])
+def test_each_distinct_hotpotqa_request_is_answered_once(tmp_path: Path, method: str):
+    """Sequential HotpotQA team with its retrieval tool: tool calls and model calls are shared the same way."""
+    data_dir, wiki_dir = write_hotpotqa_layout(tmp_path / "hotpotqa")
+    server = SimServer(build_policy(["hotpotqa"], str(data_dir))).start()
+    out = tmp_path / "job"
+    cfg = config(out, server.base_url, method, "sequential", "hotpotqa", data_dir, {"wiki_dir": str(wiki_dir)})
+    _, log = job_and_log(server, lambda: anyio.run(run_job, cfg))
+    check_answered_once(out, log, None)
+
+
+def check_answered_once(out: Path, log: list[dict[str, Any]], faults: FaultPlan | None) -> None:
     check_closed_ledger(read(out, "optimization.json")["budget"], 600)
     if faults is not None:
         assert sum(1 for e in log if e.get("fault")) >= 50
