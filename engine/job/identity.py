@@ -24,6 +24,7 @@ from core.protocol import (
 from engine.job.artifacts import Sealed, read_json, write_artifact
 from engine.job.config import JobConfig
 from engine.store.check import check_store_file
+from engine.store.schema import creating_path, holds_no_records
 from optimizers.registry import METHODS
 
 
@@ -87,7 +88,7 @@ def check_out_dir(out: Path, job: JobIdentity) -> bool:
     if not out.exists():
         return False
     if not job_path.exists():
-        if any(p.name != ".job.lock" for p in out.iterdir()):
+        if not _killed_before_start(out):
             raise JobIdentityError(f"--out {out} is not empty and holds no job.json; use a fresh directory")
         return False
     existing = read_json(job_path)
@@ -97,6 +98,20 @@ def check_out_dir(out: Path, job: JobIdentity) -> bool:
         raise JobIdentityError(f"--out {out} holds another job (differs in: {', '.join(differing) or 'format'});"
                                " use a fresh --out")
     check_store_present(out / "card.sqlite")
+    return True
+
+
+def _killed_before_start(out: Path) -> bool:
+    """Whether `out` (holding no job.json) holds only what a job killed before writing its job.json leaves: its
+    lock, a store being created, and a created store that records nothing (run_job writes job.json only once the
+    store is whole, and records only after it). Anything else belongs to something else and is refused."""
+    store = out / "card.sqlite"
+    for p in out.iterdir():
+        if p.name == ".job.lock" or p.name.startswith(creating_path(store).name):
+            continue
+        if p == store and p.is_file() and holds_no_records(p):
+            continue
+        return False
     return True
 
 

@@ -45,6 +45,7 @@ from engine.progress import Progress
 from engine.reflection import ReflectionClient
 from engine.runner import Runner
 from engine.store import Store
+from engine.store.schema import create_store_file
 from optimizers.registry import get_optimizer, smallest_budget, task_model_components, uses_reflection
 from topologies.prompts import seed_bundle as load_seed_bundle
 from engine.gateway.server import Gateway
@@ -127,7 +128,8 @@ async def run_job(cfg: JobConfig, bench: Benchmark | None = None, *, shared_pool
             pool, reflection = await _open_endpoints(stack, cfg)
         cfg.out.mkdir(parents=True, exist_ok=True)
         stack.enter_context(job_lock(cfg.out))
-        if not resuming:
+        if not resuming:  # the store first, whole: a job.json never names a store that is not there
+            create_store_file(cfg.out / "card.sqlite")
             write_identity(cfg.out, ready.identity)
         else:
             read_artifact(cfg.out / "job.json", JobIdentity)

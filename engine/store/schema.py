@@ -7,7 +7,10 @@ pandas, about 70 MB of resident memory in every job process for a few CREATE TAB
 
 from __future__ import annotations
 
+import os
 import sqlite3
+from pathlib import Path
+from urllib.parse import quote
 
 STORE_SCHEMA_VERSION = 1
 
@@ -58,3 +61,53 @@ def create_schema(conn: sqlite3.Connection) -> None:
                          f'    ON "{table}" (' + ", ".join(f'"{c}"' for c in cols) + ")")
         conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('store_schema_version', ?)",
                      (str(STORE_SCHEMA_VERSION),))
+
+
+CREATING = ".creating-"  # the prefix of a store being created: `.creating-card.sqlite` (and its -wal / -shm)
+
+
+def creating_path(path: Path) -> Path:
+    return path.with_name(CREATING + path.name)
+
+
+def create_store_file(path: Path) -> bool:
+    """Create the store at `path` with its schema, unless a file is there (False), atomically: it is built under
+    `creating_path(path)` and renamed into place once its last connection closed (SQLite then has checkpointed its
+    WAL into the file and removed it), so a kill at any moment leaves either no store at `path` or a whole, empty
+    one, and at most a leftover of the temporary name, which the next creation replaces."""
+    if path.exists():
+        return False
+    tmp = creating_path(path)
+    for stale in (tmp, tmp.with_name(tmp.name + "-wal"), tmp.with_name(tmp.name + "-shm")):
+        stale.unlink(missing_ok=True)
+    conn = sqlite3.connect(str(tmp))
+    try:
+        create_schema(conn)
+    finally:
+        conn.close()
+    with open(tmp, "rb") as fh:
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(fd)  # the rename is durable before job.json names the store
+    finally:
+        os.close(fd)
+    return True
+
+
+def holds_no_records(path: Path) -> bool:
+    """Whether the store file at `path` (with no -wal beside it) records nothing: empty, or only the schema and
+    its meta rows, as a start killed before job.json leaves it. Reads only (immutable: no lock, no -wal / -shm)."""
+    if path.stat().st_size == 0:
+        return True
+    uri = f"file:{quote(str(path.absolute()))}?immutable=1"
+    try:
+        conn = sqlite3.connect(uri, uri=True)
+        try:
+            return all(conn.execute(f'SELECT NOT EXISTS (SELECT 1 FROM "{name}")').fetchone()[0]
+                       for name in TABLES if name != "meta")
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError:
+        return False
