@@ -23,8 +23,8 @@ from core.protocol import (
 )
 from engine.job.artifacts import Sealed, read_json, write_artifact
 from engine.job.config import JobConfig
-from engine.store.check import check_store_file
-from engine.store.schema import creating_path, holds_no_records
+from engine.store.check import check_store_file, holds_no_records
+from engine.store.schema import creating_path
 from optimizers.registry import METHODS
 
 
@@ -106,8 +106,9 @@ def _killed_before_start(out: Path) -> bool:
     lock, a store being created, and a created store that records nothing (run_job writes job.json only once the
     store is whole, and records only after it). Anything else belongs to something else and is refused."""
     store = out / "card.sqlite"
+    creating = creating_path(store).name  # and its -wal / -shm
     for p in out.iterdir():
-        if p.name == ".job.lock" or p.name.startswith(creating_path(store).name):
+        if p.name == ".job.lock" or p.name.startswith(creating):
             continue
         if p == store and p.is_file() and holds_no_records(p):
             continue

@@ -16,6 +16,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from core.errors import ArtifactError
+from engine.store.schema import TABLES
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -42,10 +43,30 @@ def check_store_file(path: Path, *, writable: bool) -> None:
         raise ArtifactError(f"store {path} is corrupt: {problem}")
 
 
-def _quick_check(path: Path) -> str | None:
-    uri = f"file:{quote(str(path.absolute()))}?immutable=1"
+def _immutable(path: Path) -> sqlite3.Connection:
+    """A read-only connection that takes no lock and creates no -wal / -shm (it ignores any -wal there)."""
+    return sqlite3.connect(f"file:{quote(str(path.absolute()))}?immutable=1", uri=True)
+
+
+def holds_no_records(path: Path) -> bool:
+    """Whether the store file at `path` (with no -wal beside it) records nothing: empty, or only the schema and
+    its meta rows, as a start killed before job.json leaves it."""
+    if path.stat().st_size == 0:
+        return True
     try:
-        conn = sqlite3.connect(uri, uri=True)
+        conn = _immutable(path)
+        try:
+            return all(conn.execute(f'SELECT NOT EXISTS (SELECT 1 FROM "{name}")').fetchone()[0]
+                       for name in TABLES if name != "meta")
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError:
+        return False
+
+
+def _quick_check(path: Path) -> str | None:
+    try:
+        conn = _immutable(path)
         try:
             rows = conn.execute("PRAGMA quick_check(1)").fetchall()
         finally:

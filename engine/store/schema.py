@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import sqlite3
 from pathlib import Path
-from urllib.parse import quote
 
 STORE_SCHEMA_VERSION = 1
 
@@ -70,13 +69,13 @@ def creating_path(path: Path) -> Path:
     return path.with_name(CREATING + path.name)
 
 
-def create_store_file(path: Path) -> bool:
-    """Create the store at `path` with its schema, unless a file is there (False), atomically: it is built under
+def create_store_file(path: Path) -> None:
+    """Create the store at `path` with its schema, unless a file is there, atomically: it is built under
     `creating_path(path)` and renamed into place once its last connection closed (SQLite then has checkpointed its
     WAL into the file and removed it), so a kill at any moment leaves either no store at `path` or a whole, empty
     one, and at most a leftover of the temporary name, which the next creation replaces."""
     if path.exists():
-        return False
+        return
     tmp = creating_path(path)
     for stale in (tmp, tmp.with_name(tmp.name + "-wal"), tmp.with_name(tmp.name + "-shm")):
         stale.unlink(missing_ok=True)
@@ -93,21 +92,4 @@ def create_store_file(path: Path) -> bool:
         os.fsync(fd)  # the rename is durable before job.json names the store
     finally:
         os.close(fd)
-    return True
 
-
-def holds_no_records(path: Path) -> bool:
-    """Whether the store file at `path` (with no -wal beside it) records nothing: empty, or only the schema and
-    its meta rows, as a start killed before job.json leaves it. Reads only (immutable: no lock, no -wal / -shm)."""
-    if path.stat().st_size == 0:
-        return True
-    uri = f"file:{quote(str(path.absolute()))}?immutable=1"
-    try:
-        conn = sqlite3.connect(uri, uri=True)
-        try:
-            return all(conn.execute(f'SELECT NOT EXISTS (SELECT 1 FROM "{name}")').fetchone()[0]
-                       for name in TABLES if name != "meta")
-        finally:
-            conn.close()
-    except sqlite3.DatabaseError:
-        return False
