@@ -7,7 +7,10 @@
    overhead (target <= 30 ms); a plain `python -I -c pass` is printed for scale;
 2. rows/second when scoring 50 APPS-shaped rows (3 stdin tests each) in the jail at concurrency 1 vs 8 (target:
    concurrency 8 >= 1.8x concurrency 1 on 2 cores; the sandbox limiter allows one execution per core);
-3. event-loop responsiveness while scoring: max and median lateness of a 10 ms ticker task.
+3. event-loop responsiveness while scoring: max and median lateness of a 10 ms ticker task;
+4. the SWE tool profile (`--swe`, on by default): one repository tool call (shell_exec `true`, file_read) in the
+   SWE jail (benchmarks/swe/tool_jail.py) vs the same call bare (the --unsafe-sandbox path), interleaved, median
+   of N on a real checkout; the difference is the jail's overhead per tool call (target <= 30 ms).
 
 The machine may be shared: figures are medians and ratios against baselines measured in the same run.
 """
@@ -116,14 +119,46 @@ def throughput(n_rows: int, concurrency: int) -> None:
           f"cores: {'met' if ratio >= 1.8 else 'NOT met'})")
 
 
+def swe_tool_calls(runs: int) -> None:
+    import tempfile
+
+    from benchmarks.swe import tool_jail
+    from benchmarks.swe.jail_check import _Attempt, _mirror
+    from benchmarks.swe.workspace import RepoWorkspaces
+
+    base = Path(tempfile.mkdtemp(prefix="mpb-bench-swe-"))
+    repos, commit = _mirror(base)
+    row = Row(id="bench", dataset="swe", task={"repo": "mpb/check", "base_commit": commit}, gold={})
+    attempt = _Attempt()
+    jailed = RepoWorkspaces(repos)._checkout_sync(row, attempt, 0)
+    bare_ws = RepoWorkspaces(repos)
+    bare_ws._isolation = UNSAFE
+    bare = bare_ws._checkout_sync(row, attempt, 0)
+    assert jailed.jailed and not bare.jailed
+    for name, args in (("shell_exec", {"command": "true"}), ("file_read", {"path": "f.txt"})):
+        times: dict[bool, list[float]] = {True: [], False: []}
+        for _ in range(runs):
+            for checkout in (jailed, bare):
+                t0 = time.perf_counter()
+                text = tool_jail.run_repo_tool(checkout, name, args)
+                times[checkout.jailed].append(time.perf_counter() - t0)
+                assert text.startswith(("exit status: 0", "broken")), text
+        j, b = (statistics.median(times[k]) * 1000 for k in (True, False))
+        print(f"swe {name} (median of {runs}): jail {j:.1f} ms, bare {b:.1f} ms -> jail overhead {j - b:.1f} ms "
+              f"per tool call (target <= 30 ms: {'met' if j - b <= 30 else 'NOT met'})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--rows", type=int, default=50)
     parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--swe-only", action="store_true", help="only the SWE tool profile (item 4)")
     args = parser.parse_args()
-    one_execution(args.runs)
-    throughput(args.rows, args.concurrency)
+    if not args.swe_only:
+        one_execution(args.runs)
+        throughput(args.rows, args.concurrency)
+    swe_tool_calls(args.runs)
 
 
 if __name__ == "__main__":

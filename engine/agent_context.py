@@ -17,9 +17,11 @@ from core.errors import ContractError, InfrastructureError
 from core.framework import GatewaySession
 from core.models import Usage
 from core.protocol import FRAMEWORK_OMITTED_PARAMS
+from core.scrub import scrub
 from core.topology import ChatReply
 from core.vocabulary import EventType
 from engine.call_sites import AgentTurn
+from engine.chat.auth import recorded_secrets
 from engine.chat.endpoint import EndpointPool
 from engine.gateway.turn import GatewayTurn
 from engine.recorder import Recorder
@@ -34,8 +36,9 @@ ToolExecutor = Callable[[str, Any], Awaitable[str]]
 class RecordedAgentContext:
     def __init__(self, *, store: Store, pool: EndpointPool, rollout_node: str, execution_id: str,
                  rollout_seed: int, decoding: dict[str, Any], tool_executor: ToolExecutor | None,
-                 record_calls: bool = True, gateway: Gateway | None = None):
+                 record_calls: bool = True, gateway: Gateway | None = None, secrets: tuple[str, ...] | None = None):
         self.pool = pool
+        self.secrets = recorded_secrets() if secrets is None else secrets
         self.rollout_node = rollout_node
         self.execution_id = execution_id
         self.rollout_seed = rollout_seed
@@ -117,6 +120,9 @@ class RecordedAgentContext:
             payload={"tool_name": call["name"], "tool_call_id": call.get("id"), "args": args},
             started=started, completed=started)
         result, is_error = await self._execute(call["name"], args)
+        # the one scrub point of tool results, native and gateway alike: before they are recorded or shown to a
+        # model (a tool's output may hold a secret value or a credential-shaped string)
+        result = scrub(result, self.secrets)
         self.usage = self.usage + Usage(n_tool_calls=1)
         for commit in (called, self.recorder.record_tool_event(
                 node_id=node_id, worker=worker, event_type=EventType.TOOL_RESULT, turn_id=None,

@@ -26,7 +26,7 @@ def build_record(spec: RolloutSpec, node_id: str, outcome: Outcome | None, attem
             rollout_id=node_id, example_id=spec.row.id, phase=spec.phase,
             status=RolloutStatus.INFRASTRUCTURE_FAILURE, score=None, request_seed=spec.seed,
             bundle_sha256=spec.bundle.digest, attempts=attempts,
-            error_kind=getattr(err, "kind", "infrastructure"), error=str(err)[:2000],
+            error_kind=getattr(err, "kind", "infrastructure"), error=scrub(str(err), secrets)[:2000],
             metadata={"evaluation_id": spec.evaluation_id, "position": spec.position})
     output, score, usage, latency = outcome
     status = RolloutStatus.SUCCESS if score.value >= 1.0 else RolloutStatus.SEMANTIC_FAILURE

@@ -13,7 +13,6 @@ converted); this runner is the only catcher. Each attempt runs under a `fail_aft
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,10 +25,10 @@ from core.errors import EndpointTimeout, InfrastructureError, ScorerError
 from core.ledger import BudgetLedger, Reservation
 from core.models import PromptBundle, RolloutRecord, RolloutStatus, Row, Usage
 from core.protocol import MAX_INFRA_RETRIES
-from core.scrub import secret_values
 from core.topology import Topology
 from core.vocabulary import Actor, NodeFailureKind, NodeStatus
 from engine.agent_context import RecordedAgentContext
+from engine.chat.auth import recorded_secrets
 from engine.chat.endpoint import EndpointPool
 from engine.containment import attempt_failure
 from engine.gateway.server import Gateway
@@ -80,7 +79,8 @@ class Runner:
         self.on_record = on_record
         self._tool_call = bench.call_tool if bench.executes_tools else None
         self._score_async = bench.score_async
-        self._secrets = secret_values(os.environ)  # scrubbed from scorer feedback (read once, not per rollout)
+        # scrubbed from tool results, scorer feedback and errors (read once, not per rollout)
+        self._secrets = recorded_secrets()
 
     # ------------------------------------------------------------------ batches
     async def run_batch(self, specs: Sequence[RolloutSpec], decoding: dict[str, Any],
@@ -195,7 +195,8 @@ class Runner:
             executor = run_tool
         ctx = RecordedAgentContext(store=self.store, pool=self.pool, rollout_node=node_id,
                                    execution_id=execution_id, rollout_seed=spec.seed, decoding=decoding,
-                                   tool_executor=executor, record_calls=self.record_calls, gateway=self.gateway)
+                                   tool_executor=executor, record_calls=self.record_calls, gateway=self.gateway,
+                                   secrets=self._secrets)
         t0 = anyio.current_time()
         if self.record_calls and attempt > 1:
             await self.store.set_node_status(node_id, NodeStatus.RUNNING, actor=Actor.RUNNER,

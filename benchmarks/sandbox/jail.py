@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from benchmarks.sandbox.rootdrop import JAIL_UID, SYSTEM_PATH, JailUnavailable, root_launch
 
 WORKDIR = "/work"
-__all__ = ["JAIL_UID", "JailPlan", "JailUnavailable", "WORKDIR", "jail_argv", "plan_jail"]
+__all__ = ["CODE_PROFILE", "JAIL_UID", "JailPlan", "JailProfile", "JailUnavailable", "Mount", "WORKDIR", "jail_argv",
+           "plan_jail"]
 
 @dataclass(frozen=True)
 class JailPlan:
@@ -39,6 +40,15 @@ class JailPlan:
     symlinks: tuple[tuple[str, str], ...]  # (target, link) recreated inside the jail
     host_uid: int  # uid the jailed process has on the host
     keep_fds: tuple[int, ...] = ()  # fds the launcher needs (passed to every launch)
+    exposed: tuple[tuple[str, str], ...] = ()  # (host directory, path as bwrap sees it) of plan_jail's extra sources
+
+    def seen(self, host_path: str) -> str:
+        """`host_path` (inside one of the extra sources) as bwrap sees it."""
+        real = os.path.realpath(host_path)
+        for source, seen in self.exposed:
+            if _inside(real, source):
+                return seen + real[len(source):]
+        raise JailUnavailable(f"{host_path} is not among the directories this jail plan exposes")
 
 
 def interpreter_prefixes() -> tuple[str, ...]:
@@ -110,30 +120,50 @@ def find_bwrap() -> str:
                           "own install command) or your system's bubblewrap package")
 
 
-def plan_jail() -> JailPlan:
-    """Build the plan for this process (raises JailUnavailable with the reason)."""
+def plan_jail(extra_sources: tuple[str, ...] = ()) -> JailPlan:
+    """Build the plan for this process (raises JailUnavailable with the reason). `extra_sources` are host
+    directories a profile binds into its jails (the SWE checkouts and mirrors): as root they are exposed through
+    the pinned mount namespace too, so uid 65534 reaches them under a mode-700 parent."""
     if not sys.platform.startswith("linux"):
         raise JailUnavailable(f"the bubblewrap jail needs Linux (this is {sys.platform}); run code benchmarks on "
                               f"a Linux machine")
     bwrap = find_bwrap()
     prefixes = interpreter_prefixes()
     lib_binds, links = system_libraries()
+    extra = tuple(dict.fromkeys(os.path.realpath(p) for p in extra_sources))
     if os.geteuid() != 0:
         binds = tuple((p, p) for p in prefixes) + lib_binds
-        return JailPlan(bwrap=bwrap, launcher=(), binds=binds, symlinks=links, host_uid=os.geteuid())
+        return JailPlan(bwrap=bwrap, launcher=(), binds=binds, symlinks=links, host_uid=os.geteuid(),
+                        exposed=tuple((p, p) for p in extra))
     bwrap_real = os.path.realpath(bwrap)
     bwrap_home = os.path.dirname(os.path.dirname(os.path.dirname(bwrap_real)))  # also holds bwrap's .libs
     sources = prefixes if any(_inside(bwrap_home, p) for p in prefixes) else (*prefixes, bwrap_home)
-    launch = root_launch(sources)
+    launch = root_launch((*sources, *extra))
     home = next(s for s in sources if _inside(bwrap_home, s))
     jail_bwrap = os.path.join(launch.points[home], os.path.relpath(bwrap_real, home))
     binds = tuple((launch.points[p], p) for p in prefixes) + lib_binds
     return JailPlan(bwrap=jail_bwrap, launcher=launch.launcher, binds=binds, symlinks=links, host_uid=JAIL_UID,
-                    keep_fds=launch.keep_fds)
+                    keep_fds=launch.keep_fds, exposed=tuple((p, launch.points[p]) for p in extra))
 
 
-def jail_argv(plan: JailPlan, inner: list[str], *, code_fd: int, tmpfs_bytes: int,
-              env: dict[str, str]) -> list[str]:
+Mount = tuple[str, ...]  # one bwrap mount, as its argv: ("--ro-bind", src, dest), ("--size", n, "--tmpfs", dest), ...
+
+
+@dataclass(frozen=True)
+class JailProfile:
+    """What one kind of execution adds to the jail; the code benchmarks add nothing. Mounts `before` come ahead of
+    the plan's read-only binds (so the interpreter and C libraries stay visible over them), `after` behind them."""
+
+    before: tuple[Mount, ...] = ()
+    after: tuple[Mount, ...] = ()
+    chdir: str = WORKDIR
+
+
+CODE_PROFILE = JailProfile()
+
+
+def jail_argv(plan: JailPlan, inner: list[str], *, code_fd: int, tmpfs_bytes: int, env: dict[str, str],
+              profile: JailProfile = CODE_PROFILE) -> list[str]:
     """The full command: [launcher] bwrap <jail> inner... ; `code_fd` is copied to /work/main.py."""
     argv = [*plan.launcher, plan.bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
             "--new-session", "--clearenv", "--uid", str(JAIL_UID), "--gid", str(JAIL_UID), "--hostname", "sandbox"]
@@ -142,12 +172,12 @@ def jail_argv(plan: JailPlan, inner: list[str], *, code_fd: int, tmpfs_bytes: in
     argv += ["--proc", "/proc", "--dev", "/dev"]
     for point in ("/dev/shm", "/tmp", WORKDIR):
         argv += ["--size", str(tmpfs_bytes), "--perms", "0700", "--tmpfs", point]
-    for source, dest in plan.binds:
-        argv += ["--ro-bind", source, dest]
+    for mount in (*profile.before, *(("--ro-bind", source, dest) for source, dest in plan.binds), *profile.after):
+        argv += mount
     for target, link in plan.symlinks:
         argv += ["--symlink", target, link]
     argv += ["--perms", "0444", "--file", str(code_fd), f"{WORKDIR}/main.py",
-             "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", WORKDIR]
+             "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", profile.chdir]
     for key, value in env.items():
         argv += ["--setenv", key, value]
     return argv + ["--", *inner]

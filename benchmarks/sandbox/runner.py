@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchmarks.sandbox.isolation import Isolation, code_fd, isolation_for_run
-from benchmarks.sandbox.jail import WORKDIR, jail_argv
+from benchmarks.sandbox.jail import CODE_PROFILE, WORKDIR, JailProfile, jail_argv
 from benchmarks.sandbox.limits import SandboxLimits, SandboxResult
 
 _BOOTSTRAP = (Path(__file__).with_name("_bootstrap.py")).read_text(encoding="utf-8")
@@ -90,10 +90,11 @@ def _inner(limits: SandboxLimits, status_w: int, workdir: str) -> list[str]:
 
 
 def run_python_sync(code: str, stdin: str = "", limits: SandboxLimits | None = None, *,
-                    isolation: Isolation | None = None) -> SandboxResult:
+                    isolation: Isolation | None = None, profile: JailProfile = CODE_PROFILE) -> SandboxResult:
     """Run `code` as __main__ with `stdin`; blocks until it exits or a limit stops it. Never raises for
     anything the program does; raises SandboxUnavailable when there is no jail (and the unsafe mode was not
-    allowed), OSError only when a process cannot be started at all."""
+    allowed), OSError only when a process cannot be started at all. `profile` adds a kind's mounts to the jail
+    (benchmarks/swe/tool_jail.py); the unsafe mode has no mounts to add."""
     limits = limits or SandboxLimits()
     iso = isolation or isolation_for_run()
     started = time.monotonic()
@@ -106,7 +107,7 @@ def run_python_sync(code: str, stdin: str = "", limits: SandboxLimits | None = N
             fds.append(code_fd(code.encode("utf-8")))
             tmpfs = max(MIN_TMPFS_BYTES, 2 * limits.file_size_bytes)
             argv = jail_argv(iso.plan, _inner(limits, status_w, WORKDIR), code_fd=fds[1], tmpfs_bytes=tmpfs,
-                             env=scrubbed_env(WORKDIR))
+                             env=scrubbed_env(WORKDIR), profile=profile)
             cwd, env = "/", {}
             keep = iso.plan.keep_fds
         else:

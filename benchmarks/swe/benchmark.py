@@ -7,14 +7,12 @@ import random
 from pathlib import Path
 from typing import Any, Sequence
 
-import anyio
-
 from core.communication import ReportVocabulary
 from core.models import AgentOutput, Row, Score
 from core.simulation import FailureMode, SimReply
 
 from benchmarks.base import DatasetBenchmark
-from benchmarks.swe import harness, loader, repo_tools
+from benchmarks.swe import harness, loader, repo_tools, tool_jail
 from benchmarks.swe.patch import check_output, normalize_patch
 from benchmarks.swe.workspace import RepoWorkspaces
 
@@ -62,6 +60,8 @@ class SWEBenchmark(DatasetBenchmark):
 
     def __init__(self, workspaces: RepoWorkspaces | None = None) -> None:
         self.workspaces = workspaces
+        # with checkouts, model-written shell commands run: the jail is required (or --unsafe-sandbox)
+        self.runs_model_code = workspaces is not None
 
     def configure(self, options: dict[str, Any]) -> "SWEBenchmark":
         """A copy whose agents get the repository tools on clones of the mirrors in `swe_repos`."""
@@ -76,15 +76,18 @@ class SWEBenchmark(DatasetBenchmark):
     async def call_tool(self, row: Row, name: str, arguments: Any) -> str:
         if self.workspaces is None:
             return f"error: tool {name!r} is not available (no repository checkout; pass --swe-repos)"
-        root = await self.workspaces.checkout(row)
-        return await anyio.to_thread.run_sync(repo_tools.run_repo_tool, root, name, arguments)
+        return await tool_jail.call(await self.workspaces.checkout(row), name, arguments)
 
     async def finish_output(self, row: Row, output: AgentOutput) -> AgentOutput:
         """Section 10: the patch is `git diff HEAD` of the selected member's checkout, not the fenced diff."""
         if self.workspaces is None:
             return output
-        patch = await self.workspaces.patch() or ""
-        return output.model_copy(update={"metadata": {**output.metadata, "checkout_diff": patch}})
+        done = self.workspaces.existing()
+        if done is None:  # this member never touched the repository
+            return output.model_copy(update={"metadata": {**output.metadata, "checkout_diff": ""}})
+        patch, problem = await tool_jail.patch(done)
+        extra = {"checkout_diff": patch, **({"checkout_diff_error": problem} if problem else {})}
+        return output.model_copy(update={"metadata": {**output.metadata, **extra}})
 
     def load_rows(self, ids: Sequence[str], data_dir: str | os.PathLike[str] | None = None) -> list[Row]:
         return loader.load_rows(ids, data_dir)

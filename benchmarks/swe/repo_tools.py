@@ -1,17 +1,25 @@
 """The SWE agents' repository tools (protocol-v1 section 10): file_read, file_write (Single/Independent),
-str_replace (the other topologies), list_dir, search_repo, shell_exec - all on the calling agent's own checkout
-(benchmarks/swe/workspace.py). Paths are relative to the repository root and cannot leave it (no `..`, no
-absolute paths, no symlinks out). shell_exec runs `bash -c` in the checkout inside a fresh network and PID
-namespace (`unshare`, probed by the sandbox), with an empty environment and a time limit; without a network
-namespace it refuses rather than run with the network on. It is not the instance's Singularity image: the
-repository's own dependencies are whatever this machine has.
+str_replace (the other topologies), list_dir, search_repo, shell_exec - all on the calling agent's own checkout.
+
+This module is the program that runs INSIDE the jail (benchmarks/swe/tool_jail.py ships its source as the jailed
+main.py; it imports the standard library only): it reads one request `{"tool", "args", "root"}` on stdin, runs the
+tool on the checkout at `root` (/testbed in the jail) and prints the tool's text. shell_exec replaces the program
+with `bash -c COMMAND` in the checkout, so the command's output goes straight to the jail's capped pipes. The
+engine's side (which tools exist, the jail, the limits, how a result reads) is tool_jail.py.
+
+Paths are relative to the repository root and cannot leave it (no `..`, no absolute paths, no symlinks out, no
+`.git`): these checks give the model a clear message; the boundary is the jail, in which the checkout is the only
+writable host path and `.git` is read-only.
 """
 
 from __future__ import annotations
 
-import functools
+import json
 import os
+import shutil
 import subprocess
+import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -124,7 +132,7 @@ def search_repo(root: Path, args: dict[str, Any]) -> str:
     pattern = _text(args, "pattern")
     where = str(inside(root, args["path"]).relative_to(root.resolve())) if args.get("path") else "."
     proc = subprocess.run(["git", "grep", "-n", "-I", "-E", "-e", pattern, "--", where], cwd=root,
-                          capture_output=True, text=True, timeout=60, env={"PATH": "/usr/local/bin:/usr/bin:/bin"})
+                          capture_output=True, text=True, timeout=60, env=_tool_env())
     if proc.returncode == 1:
         return f"no matches for {pattern!r}"
     if proc.returncode != 0:
@@ -132,50 +140,64 @@ def search_repo(root: Path, args: dict[str, Any]) -> str:
     return _cut(proc.stdout, OUTPUT_CHARS)
 
 
-@functools.lru_cache(maxsize=1)
-def network_namespace_prefix() -> tuple[str, ...] | None:
-    """`unshare --net` (plus a user namespace when not root), tried once; None when neither works."""
-    options: list[tuple[str, ...]] = [("unshare", "--net")] if os.geteuid() == 0 else []
-    options.append(("unshare", "--user", "--map-root-user", "--net"))
-    for prefix in options:
-        try:
-            if subprocess.run([*prefix, "true"], capture_output=True, timeout=10).returncode == 0:
-                return prefix
-        except (OSError, subprocess.SubprocessError):
-            continue
-    return None
-
-
 def shell_exec(root: Path, args: dict[str, Any]) -> str:
+    """Replaces this program with `bash -c COMMAND` in the checkout (never returns)."""
     command = _text(args, "command")
-    prefix = network_namespace_prefix()
-    if prefix is None:
-        return "error: shell_exec needs a network namespace (unshare), which this machine does not offer"
-    try:
-        proc = subprocess.run([*prefix, "bash", "-c", command], cwd=root, capture_output=True, text=True,
-                              timeout=SHELL_TIMEOUT_S, stdin=subprocess.DEVNULL,
-                              env={"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(root), "LANG": "C.UTF-8"})
-    except subprocess.TimeoutExpired:
-        return f"error: the command ran past {SHELL_TIMEOUT_S:.0f} s and was stopped"
-    out = f"exit status: {proc.returncode}\nstdout:\n{_cut(proc.stdout, OUTPUT_CHARS)}"
-    if proc.stderr:
-        out += f"\nstderr:\n{_cut(proc.stderr, OUTPUT_CHARS // 2)}"
-    return out
+    os.chdir(root)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    sys.stdout.flush()
+    os.execve(shutil.which("bash", path=TOOL_PATH) or "/bin/bash", ["bash", "-c", command], _tool_env())
+
+
+def checkout_patch(root: Path, args: dict[str, Any]) -> str:
+    """`git diff HEAD` of the checkout, new files included (intent-to-add on a copy of the index, its empty blob
+    in a scratch object directory: .git stays read-only). Not a model tool: the engine asks for it when the
+    rollout ends."""
+    git_dir = Path(args.get("git_dir") or root / ".git")  # the engine names it only in the unsafe mode
+    with tempfile.TemporaryDirectory() as scratch:
+        index = Path(scratch, "index")
+        shutil.copyfile(git_dir / "index", index)
+        os.mkdir(Path(scratch, "objects"))
+        env = {**_tool_env(), "GIT_INDEX_FILE": str(index), "GIT_OBJECT_DIRECTORY": str(Path(scratch, "objects")),
+               "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(git_dir / "objects")}
+        for argv in (["git", "add", "--intent-to-add", "--all"], ["git", "diff", "HEAD"]):
+            proc = subprocess.run(argv, cwd=root, capture_output=True, text=True, env=env)
+            if proc.returncode != 0:
+                raise OSError(f"{' '.join(argv[:2])} failed: {proc.stderr.strip()[:500]}")
+    return proc.stdout
+
+
+TOOL_PATH = "/usr/bin:/bin"
+
+
+def _tool_env() -> dict[str, str]:
+    """The only environment of a command: constants and the interpreter's directory on PATH."""
+    return {"PATH": f"{os.path.dirname(sys.executable)}:{TOOL_PATH}", "HOME": "/tmp", "TMPDIR": "/tmp",
+            "LANG": "C.UTF-8", "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_GLOBAL": os.devnull, "GIT_TERMINAL_PROMPT": "0", "PYTHONDONTWRITEBYTECODE": "1"}
 
 
 IMPLEMENTATIONS = {"file_read": file_read, "file_write": file_write, "str_replace": str_replace,
                    "list_dir": list_dir, "search_repo": search_repo, "shell_exec": shell_exec}
+ENGINE_OPERATIONS = {"checkout_patch": checkout_patch}
 
 
-def run_repo_tool(root: Path, name: str, arguments: Any) -> str:
-    """Blocking (call it in a worker thread). Bad input comes back as an error text for the model."""
-    tool = IMPLEMENTATIONS.get(name)
+def serve(request: dict[str, Any]) -> str:
+    """One request, as the jailed program runs it. Bad input comes back as an error text for the model."""
+    name = request.get("tool")
+    tool = IMPLEMENTATIONS.get(name) or ENGINE_OPERATIONS.get(name)  # type: ignore[arg-type]
     if tool is None:
         return f"error: unknown tool {name!r}; tools are {', '.join(IMPLEMENTATIONS)}"
-    args = arguments if isinstance(arguments, dict) else {}
+    given = request.get("args")
+    args: dict[str, Any] = given if isinstance(given, dict) else {}
     try:
-        return tool(root, args)
+        return tool(Path(request["root"]), args)
     except ToolInputError as exc:
         return f"error: {name} {exc}"
     except (OSError, UnicodeDecodeError, subprocess.SubprocessError) as exc:
         return f"error: {name} failed: {type(exc).__name__}: {exc}"
+
+
+if __name__ == "__main__":
+    sys.stdout.write(serve(json.loads(sys.stdin.read())))

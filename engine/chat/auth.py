@@ -14,6 +14,7 @@ import os
 from urllib.parse import urlsplit
 
 from core.errors import UsageError
+from core.scrub import MIN_SECRET_CHARS, secret_values
 
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
 DEFAULT_REFLECTION_API_KEY_ENV = "REFLECTION_API_KEY"
@@ -90,6 +91,13 @@ def check_endpoint_url(url: str, what: str) -> str:
     if port == 0:
         raise UsageError(f"{what} has port 0: {shown!r}")
     return url
+
+
+def recorded_secrets() -> tuple[str, ...]:
+    """What the recorded path scrubs (engine/agent_context.py, engine/rollout_ops.py): the values of this
+    process's secret-named variables and every key it has read (also one named by --api-key-env), longest first."""
+    values = set(secret_values(os.environ)) | {k for k in _SEEN_KEYS if len(k) >= MIN_SECRET_CHARS}
+    return tuple(sorted(values, key=lambda v: (-len(v), v)))
 
 
 def scrub(text: str) -> str:

@@ -106,8 +106,8 @@ def check_run_options(args: argparse.Namespace) -> RunPlan:
     if store.is_file() and store.stat().st_size > 0:  # re-run: the existing store must be intact and writable
         check_store_file(store, writable=True)
     bench = get_benchmark(cell.task)
-    gate_sandbox(bench, args.unsafe_sandbox)
     bench = configure_benchmark(bench, dataset_options(args), args.data_dir)
+    gate_sandbox(bench, args.unsafe_sandbox)  # after configure: SWE runs commands only with checkouts
     # Baseline runs are the protocol's runners: output contract version 1, no format nudges (section 9).
     topology = build_topology(cell, contract_version=RUN_CONTRACT_VERSION)
     splits = bench.splits()

@@ -1,7 +1,8 @@
 """`python -m engine sandbox {check,run}`: see the jail model-written code gets on this machine, and try it.
 
     python -m engine sandbox check
-        which isolation is available and why (exit 0: the jail works; 1: it does not, with the reason and fix)
+        which isolation is available and why, for model-written code and for SWE's repository tools (exit 0:
+        both jails work; 1: one does not, with the reason and fix)
     python -m engine sandbox run PROGRAM.py [--stdin FILE] [--limits lcb|apps|toolhop] [--unsafe-sandbox]
         runs PROGRAM.py exactly as the benchmarks do and prints the outcome as one JSON line
 """
@@ -60,9 +61,14 @@ def check_main() -> int:
     if iso.available:
         for key, value in iso.as_dict().items():
             print(f"{key}: {value}")
-    else:
-        print("code benchmarks (lcb, apps, toolhop, python_exec) refuse to run here unless --unsafe-sandbox is given")
-    return 0 if iso.available else 1
+        from benchmarks.swe.jail_check import check_swe_tools
+
+        swe_ok, swe_how = check_swe_tools()
+        print(f"swe repository tools: {'jailed' if swe_ok else 'NOT jailed'} ({swe_how})")
+        return 0 if swe_ok else 1
+    print("code benchmarks (lcb, apps, toolhop, python_exec) and SWE's repository tools (--swe-repos) refuse to run "
+          "here unless --unsafe-sandbox is given")
+    return 1
 
 
 def run_main(args: argparse.Namespace) -> int:

@@ -88,8 +88,8 @@ def prepare(cfg: JobConfig, bench: Benchmark | None = None) -> Prepared:
         from benchmarks.registry import get_benchmark
 
         bench = get_benchmark(cfg.cell.task)
-    gate_sandbox(bench, cfg.unsafe_sandbox)
     bench = configure_benchmark(bench, cfg.dataset_options, cfg.data_dir)
+    gate_sandbox(bench, cfg.unsafe_sandbox)  # after configure: SWE runs commands only with checkouts
     # Every request of a job goes through the optimizer bridge: contract version 2 plus the format nudges.
     topology = build_topology(cfg.cell, contract_version=JOB_CONTRACT_VERSION)
     clients = late_clients(cfg.method)

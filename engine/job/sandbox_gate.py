@@ -1,6 +1,7 @@
 """Before a benchmark that runs model-written code starts: the jail, or an explicit --unsafe-sandbox.
 
-A benchmark declares `runs_model_code = True` (LCB, APPS, ToolHop; python_exec is offered by LCB and APPS).
+A benchmark declares `runs_model_code = True` (LCB, APPS, ToolHop; python_exec is offered by LCB and APPS; SWE
+once configured with `--swe-repos`, whose shell_exec runs model-written commands).
 Without a working jail such a job is refused with one line (exit 2) saying why and how to fix it; with
 --unsafe-sandbox it goes on, says so on stderr, and job.json lists `unsafe_sandbox` among its non-conformance
 reasons. The flag also allows the unsafe mode in the calling context (the job's task and what it starts).

@@ -14,49 +14,18 @@ import anyio
 import pytest
 
 from benchmarks.swe.benchmark import SWEBenchmark
-from benchmarks.swe.repo_tools import TOPOLOGY_TOOLS, run_repo_tool
+from benchmarks.swe.repo_tools import TOPOLOGY_TOOLS
+from benchmarks.swe.tool_jail import run_repo_tool
 from core.errors import DataError
 from core.models import AgentOutput, Row
 from core.topology import agent_scope
 from engine.job.benchmark_setup import configure_benchmark, tool_environment
+from tests.benchmarks.swe.repos import Attempt, row
 from tests.topologies.scripted import Call, ScriptedContext, tool_call
 from topologies.independent import Independent
 from topologies.messages import tools_for
 from topologies.prompts import seed_bundle
 from topologies.sequential import Sequential
-
-
-def sh(*args: str, cwd: Path) -> str:
-    env = {"PATH": "/usr/bin:/bin", "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@x", "HOME": str(cwd)}
-    return subprocess.run(list(args), cwd=cwd, check=True, capture_output=True, text=True, env=env).stdout
-
-
-@pytest.fixture
-def mirror(tmp_path: Path) -> tuple[Path, str]:
-    src = tmp_path / "src"
-    (src / "pkg").mkdir(parents=True)
-    (src / "pkg" / "mod.py").write_text("def add(a, b):\n    return a - b\n")
-    sh("git", "init", "-q", cwd=src)
-    sh("git", "add", "-A", cwd=src)
-    sh("git", "commit", "-q", "-m", "base", cwd=src)
-    base = sh("git", "rev-parse", "HEAD", cwd=src).strip()
-    (src / "pkg" / "mod.py").write_text("# a later commit the checkout must not see\n")
-    sh("git", "commit", "-q", "-am", "later", cwd=src)
-    repos = tmp_path / "repos"
-    repos.mkdir()
-    sh("git", "clone", "-q", "--mirror", str(src), str(repos / "acme__calc.git"), cwd=tmp_path)
-    return repos, base
-
-
-class Attempt:
-    """Stands for one rollout attempt's context object (the key of its checkouts)."""
-
-
-def row(base: str) -> Row:
-    return Row(id="acme__calc-1", dataset="swe", task={"repo": "acme/calc", "base_commit": base,
-                                                        "problem_statement": "add() subtracts", "hints_text": ""},
-               gold={"patch": "", "test_patch": ""})
 
 
 class RoutingContext(ScriptedContext):
