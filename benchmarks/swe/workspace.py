@@ -6,7 +6,7 @@ Sources: `--swe-repos DIR` holds local git mirrors named `<owner>__<name>` (opti
 `django__django.git` from `git clone --mirror https://github.com/django/django DIR/django__django.git`. Nothing is
 fetched from the network. One checkout belongs to (rollout attempt, member) - the agent scope the topology sets -
 and is removed when that attempt's context is garbage collected or the process ends. Its layout, under one
-temporary root per process:
+temporary root per workspace (inside one per process, which the jail exposes once for a whole sweep):
 
     <root>/<row>-<n>-m<member>/git    the clone's git directory (`--shared`: objects borrowed from the mirror);
                                       the engine's, read-only inside the jail
@@ -73,9 +73,8 @@ class RepoWorkspaces:
             raise DataError(f"--swe-repos {self.repos_dir} is not a directory of git mirrors")
         if shutil.which("git") is None:
             raise DataError("--swe-repos needs the git executable on PATH")
-        self.root = Path(tempfile.mkdtemp(prefix="mpb-swe-")).resolve()
+        self.root = Path(tempfile.mkdtemp(prefix="ws-", dir=process_root())).resolve()
         os.chmod(self.root, 0o711)  # the jail's uid reaches its own checkout; nobody can list the root
-        atexit.register(shutil.rmtree, self.root, True)
         # keyed by id() (contexts need not be hashable); a finalizer drops the entry and the clones with the context
         self._by_rollout: dict[int, dict[int, Checkout]] = {}
         self._lock = threading.Lock()
@@ -92,7 +91,8 @@ class RepoWorkspaces:
                     self._isolation = isolation_for_run()
                 else:
                     try:
-                        plan = plan_jail((str(self.repos_dir), str(self.root)))
+                        # one pinned namespace per (mirrors, process root): a sweep's SWE jobs share it
+                        plan = plan_jail((str(self.repos_dir), str(process_root())))
                     except JailUnavailable as exc:
                         raise DataError(f"the SWE tools' jail cannot expose --swe-repos: {exc}") from exc
                     self._isolation = Isolation(kind="bwrap", available=True, reason=iso.reason, plan=plan)
@@ -151,6 +151,21 @@ class RepoWorkspaces:
             owned = self._by_rollout.pop(key, {})
         for done in owned.values():
             shutil.rmtree(done.tree.parent, ignore_errors=True)
+
+
+_root_lock = threading.Lock()
+_process_root: list[Path] = []
+
+
+def process_root() -> Path:
+    """This process's directory of SWE workspaces (created on first use, removed at exit)."""
+    with _root_lock:
+        if not _process_root:
+            root = Path(tempfile.mkdtemp(prefix="mpb-swe-")).resolve()
+            os.chmod(root, 0o711)
+            atexit.register(shutil.rmtree, root, True)
+            _process_root.append(root)
+        return _process_root[0]
 
 
 def hand_over(done: Checkout) -> None:

@@ -45,8 +45,10 @@ def test_check_reports_the_jail(tmp_path: Path):
     done = engine(["sandbox", "check"], tmp_path)
     assert done.returncode == 0 and done.stdout.startswith("jail: available"), done.stdout + done.stderr
     assert "uid 65534" in done.stdout
+    assert "swe repository tools: jailed (jailed as uid 65534: /testbed" in done.stdout  # tried end to end
     missing = engine(["sandbox", "check"], tmp_path, NO_JAIL)
     assert missing.returncode == 1 and "NOT available" in missing.stdout and "MPB_BWRAP" in missing.stdout
+    assert "SWE's repository tools (--swe-repos) refuse to run" in missing.stdout
 
 
 def test_readme_sandbox_commands_run(tmp_path: Path):
