@@ -1,8 +1,9 @@
 """Recovery by re-running: a job that infrastructure failures left unfinished is finished by running it again.
 
-When is a job unfinished? Its optimization ended `infrastructure_invalid` (the endpoints kept failing), or a sealed
-evaluation holds rollouts that ended as infrastructure failures. A job whose result.json is valid for aggregation
-with a completed optimization is finished and never changed.
+When is a job unfinished? Its optimization ended `infrastructure_invalid` (the endpoints kept failing) or holds a
+rollout that ended as an infrastructure failure (all three attempts failed: the method went on without it, so its
+path differs from a healthy run's), or a sealed evaluation holds such rollouts (the selection then falls back, or
+the test arm misses a row). A job whose records hold no such rollout is finished and never changed.
 
 What happens on the re-run: the artifacts derived from the failures (optimization.json and optimization/, the
 evaluations holding infrastructure failures, and the selection/test/result derived from them) are moved under
@@ -46,14 +47,14 @@ def _load(path: Path) -> dict[str, Any] | None:
 def unfinished(out: Path) -> tuple[list[str], list[Path]]:
     """(reasons, artifacts to set aside) for a job left unfinished by infrastructure failures; ([], []) if none."""
     optimization = _load(out / "optimization.json")
-    result = _load(out / "result.json")
-    if (result is not None and result.get("test", {}).get("valid_for_aggregation") is True
-            and optimization is not None and optimization.get("status") == "completed"):
-        return [], []
     reasons: list[str] = []
     paths: list[Path] = []
+    unusable = (optimization or {}).get("failure_counts", {}).get("infrastructure_failures", 0)
     if optimization is not None and optimization.get("failure_kind") == "infrastructure_invalid":
         reasons.append("optimization ended infrastructure_invalid")
+    elif unusable > 0:
+        reasons.append(f"optimization holds {unusable} rollout(s) that failed every attempt")
+    if reasons:
         paths += [out / "optimization.json", out / "optimization"]
     for path in sorted((out / "evaluations").glob("*.json")):
         evaluation = _load(path)

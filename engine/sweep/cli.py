@@ -120,6 +120,8 @@ def status_main(argv: Sequence[str]) -> int:
     for r in rows:
         tail = (f"delta_pp={r.result.get('delta_pp')} base={r.result.get('baseline_mean')} "
                 f"deployed={r.result.get('deployed_mean')}" if r.result else (r.error or r.reason or ""))
+        if r.status == "degraded":  # why: the infrastructure failures a heal round will re-run
+            tail = f"{r.error} | {tail}"
         print(f"{r.status:<16}{r.attempts:>5}  {r.key:<58} {tail[:160]}")
     print("  ".join(f"{k}={v}" for k, v in counts.items()))
     return 0

@@ -13,6 +13,11 @@ An evaluation in which some rollout ended as an infrastructure failure is not an
 it did get are: they are saved with `complete: false`, and the next job to need the evaluation replays them and
 sends only what is missing (a request the endpoint answered is never sent again), then saves the union, complete
 once every rollout is usable. Only a complete file is "shared"; a job that extends a partial one says "extended".
+
+While a job computes, every new response is also appended to `DIR/<id>.journal.jsonl` (flushed per response, so it
+survives a kill -9 of the process); the next job to take the lock reads the journal with the file, so a sweep killed
+in the middle of a shared evaluation never sends again a request that was answered before the kill (whichever job
+resumes the evaluation). The journal is merged into the file and removed when the evaluation is saved.
 """
 
 from __future__ import annotations
@@ -39,8 +44,9 @@ class _Pool:
     """The job's pool seen through recorded responses: a request whose response is recorded is answered from it,
     any other goes to the live (outage-aware) pool and its answer is recorded."""
 
-    def __init__(self, live: Any, responses: dict[str, Any], recorded: dict[str, Any]):
-        self._live, self._responses, self._recorded = live, responses, recorded
+    def __init__(self, live: Any, responses: dict[str, Any], recorded: dict[str, Any],
+                 journal: Callable[[str, Any], None] = lambda key, response: None):
+        self._live, self._responses, self._recorded, self._journal = live, responses, recorded, journal
         self.endpoints = live.endpoints
         self.hits = 0
         self.misses = 0
@@ -53,6 +59,7 @@ class _Pool:
         self.misses += 1
         response, latency = await self._live.chat(body, encoded)
         self._recorded[key] = response
+        self._journal(key, response)
         return response, latency
 
     @property
@@ -108,22 +115,46 @@ class EvaluationCache:
                        encoding="utf-8")
         os.replace(tmp, path)
 
+    def _journal(self, evaluation_id: str) -> Path:
+        return self.dir / f"{evaluation_id}.journal.jsonl"
+
+    def _load_journal(self, evaluation_id: str) -> dict[str, Any]:
+        """Responses a killed computation journaled (a torn last line is what the kill cut: skipped)."""
+        path = self._journal(evaluation_id)
+        found: dict[str, Any] = {}
+        if path.exists():
+            for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+                try:
+                    entry = json.loads(line)
+                    found[str(entry["key"])] = entry["response"]
+                except (ValueError, KeyError, TypeError):
+                    continue
+        return found
+
     async def evaluate(self, evaluation_id: str, identity: dict[str, Any], pool: Any,
                        run: Callable[[Any], Awaitable[list[RolloutRecord]]]
                        ) -> tuple[list[RolloutRecord], dict[str, Any]]:
         async with self._hold(evaluation_id):
             found = await anyio.to_thread.run_sync(self._load, evaluation_id, identity)
             shared = found is not None and found.get("complete", True)  # files before `complete` were complete
-            responses: dict[str, Any] = dict(found["responses"]) if found else {}
+            journaled = {} if shared else await anyio.to_thread.run_sync(self._load_journal, evaluation_id)
+            responses: dict[str, Any] = {**(found["responses"] if found else {}), **journaled}
             recorded: dict[str, Any] = {}
-            endpoint = _Pool(pool, responses, recorded)
-            records = await run(endpoint)
+            with open(self._journal(evaluation_id), "a", encoding="utf-8") as journal:
+                def append(key: str, response: Any) -> None:
+                    journal.write(json.dumps({"key": key, "response": response}, separators=(",", ":")) + "\n")
+                    journal.flush()  # in the OS's hands: a kill -9 of this process loses nothing
+
+                endpoint = _Pool(pool, responses, recorded, append)
+                records = await run(endpoint)
             complete = all(r.usable for r in records)  # an infra failure is not an answer; its neighbours' are
+            recorded = {**journaled, **recorded}
             save = not shared and (bool(recorded) or complete)  # new answers, or the news that it is complete
             computed_by = found["computed_by"] if found else self.owner
             if save:
                 await anyio.to_thread.run_sync(self._save, evaluation_id, identity, {**responses, **recorded},
                                                complete, computed_by)
+            self._journal(evaluation_id).unlink(missing_ok=True)
         provenance = {"source": "shared" if shared else "extended" if found else "computed",
                       "computed_by": computed_by, "calls_from_cache": endpoint.hits, "calls_live": endpoint.misses,
                       "saved": save, "complete": complete}

@@ -53,3 +53,11 @@ async def run_spec(spec: JobSpec, runs_dir: Path, settings: JobSettings, pool: E
     cfg = job_config(spec, runs_dir, settings, [e.base_url for e in pool.endpoints],
                      reflection.endpoints[0].base_url if reflection is not None else None)
     return await run_job(cfg, shared_pool=pool, shared_reflection=reflection, shared_evaluations=shared)
+
+
+def degraded_reasons(spec: JobSpec, runs_dir: Path) -> list[str]:
+    """Why a job that returned is still unfinished by infrastructure failures (a re-run heals it); [] when it is
+    finished (engine/job/recovery.py decides, for a sweep as for one job)."""
+    from engine.job.recovery import unfinished
+
+    return unfinished(runs_dir / spec.key)[0]

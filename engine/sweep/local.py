@@ -20,7 +20,7 @@ from engine.chat.auth import scrub
 from engine.chat.endpoint import EndpointPool
 from engine.sweep.endpoints import EndpointSpec, open_shared
 from engine.sweep.evalcache import EvaluationCache
-from engine.sweep.jobcall import JobSettings, run_spec
+from engine.sweep.jobcall import JobSettings, degraded_reasons, run_spec
 from engine.sweep.plan import JobSpec
 from engine.sweep.progress import Progress
 from engine.sweep.state import SweepState, headline
@@ -60,8 +60,9 @@ async def run_local(specs: list[JobSpec], sweep_dir: Path, state: SweepState, se
                         await anyio.to_thread.run_sync(state.fail, spec.key, error_line(exc), final)
                         progress.failed_attempt(spec.key, error_line(exc), final)
                         continue
-                    await anyio.to_thread.run_sync(state.finish, spec.key, headline(result))
-                    progress.finished(spec.key, result.get("test", {}).get("delta_pp"))
+                    degraded = await anyio.to_thread.run_sync(degraded_reasons, spec, sweep_dir / "runs")
+                    await anyio.to_thread.run_sync(state.finish, spec.key, headline(result), degraded)
+                    progress.finished(spec.key, result.get("test", {}).get("delta_pp"), degraded)
                     return
 
         async with anyio.create_task_group() as outer:

@@ -23,7 +23,7 @@ import anyio
 from core.errors import UsageError
 from engine.sweep.endpoints import EndpointSpec, open_shared
 from engine.sweep.evalcache import EvaluationCache
-from engine.sweep.jobcall import JobSettings, run_spec
+from engine.sweep.jobcall import JobSettings, degraded_reasons, run_spec
 from engine.sweep.plan import JobSpec
 from engine.sweep.progress import Progress
 from engine.sweep.state import SweepState, headline
@@ -108,8 +108,9 @@ def run_ray(todo: list[JobSpec], sweep_dir: Path, state: SweepState, settings: J
                 except Exception as exc:  # the worker was lost more often than Ray retries
                     status, value = "failed", f"{type(exc).__name__}: {str(exc)[:500]}"
                 if status == "finished":
-                    state.finish(job.key, value)
-                    progress.finished(job.key, value.get("delta_pp"))
+                    degraded = degraded_reasons(job, sweep_dir / "runs")
+                    state.finish(job.key, value, degraded)
+                    progress.finished(job.key, value.get("delta_pp"), degraded)
                     continue
                 tries[job.key] = tries.get(job.key, 0) + 1
                 final = tries[job.key] > job_retries

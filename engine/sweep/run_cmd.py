@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack, ExitStack
 from dataclasses import replace
 from pathlib import Path
@@ -23,7 +23,8 @@ from engine.sweep.evalcache import EvaluationCache
 from engine.sweep.jobcall import JobSettings
 from engine.sweep.plan import JobSpec
 from engine.sweep.progress import Progress
-from engine.sweep.state import SweepState
+from engine.sweep.heal import heal_rounds, wait_until_healthy
+from engine.sweep.state import TO_RUN, SweepState
 from optimizers.registry import uses_reflection
 
 SIM_MODEL, SIM_REFLECTION = "simulated-policy", "simulated-reflection"
@@ -59,6 +60,8 @@ def make_parser() -> argparse.ArgumentParser:
                    help="CPUs of the private instance of `--address local` (default: all)")
     x.add_argument("--max-jobs", type=int_in("--max-jobs", 1), default=64, help="jobs running at once")
     x.add_argument("--job-retries", type=int_in("--job-retries", 0), default=1, help="extra attempts per job")
+    x.add_argument("--heal-rounds", type=int_in("--heal-rounds", 0), default=3, help="rounds that re-run jobs left "
+                   "degraded by infrastructure failures, each once every endpoint answers (default 3)")
     x.add_argument("--evaluation-cache", default=None, help="shared evaluations (default SWEEP_DIR/evaluations)")
     x.add_argument("--no-aggregate", action="store_true", help="skip `aggregate` at the end")
     x.add_argument("--include-nonconformant", action="store_true", help="passed to aggregate")
@@ -103,14 +106,19 @@ def run_main(argv: Sequence[str]) -> int:
             reflection = args.reflection_endpoint or os.environ.get("REFLECTION_MODEL_BASE_URL") or None
         endpoints = EndpointSpec(urls, reflection, args.limit, args.max_outage, sweep_dir / "pool-events.jsonl")
         needs_reflection = any(uses_reflection(j.method) for j in jobs if j.runnable)
-        anyio.run(lambda: check_shared(endpoints, model_id, settings.reflection_model if needs_reflection else None,
-                                       args.startup_timeout))
-        counts = run_checked(args, jobs, sweep_dir, settings, endpoints, model_id)
-    print(f"sweep: finished={counts['finished']} failed={counts['failed']} not_implemented="
-          f"{counts['not_implemented']} pending={counts['pending'] + counts['running']}", file=sys.stderr)
+        reflection_model = settings.reflection_model if needs_reflection else None
+
+        def health() -> None:  # the start-up check of every endpoint (UsageError naming a failing one)
+            anyio.run(lambda: check_shared(endpoints, model_id, reflection_model, args.startup_timeout))
+
+        health()
+        counts = run_checked(args, jobs, sweep_dir, settings, endpoints, model_id, health)
+    print(f"sweep: finished={counts['finished']} degraded={counts['degraded']} failed={counts['failed']} "
+          f"not_implemented={counts['not_implemented']} pending={counts['pending'] + counts['running']}",
+          file=sys.stderr)
     if not args.no_aggregate and counts["finished"]:
         aggregate(sweep_dir, args.include_nonconformant)
-    return 0 if counts["failed"] == 0 else 1
+    return 0 if counts["failed"] == 0 and counts["degraded"] == 0 else 1
 
 
 async def check_shared(endpoints: EndpointSpec, model_id: str, reflection_model: str | None,
@@ -123,7 +131,7 @@ async def check_shared(endpoints: EndpointSpec, model_id: str, reflection_model:
 
 
 def run_checked(args: argparse.Namespace, jobs: list[JobSpec], sweep_dir: Path, settings: JobSettings,
-                endpoints: EndpointSpec, model_id: str) -> dict[str, int]:
+                endpoints: EndpointSpec, model_id: str, health: Callable[[], None]) -> dict[str, int]:
     runnable = [j for j in jobs if j.runnable]
     sweep_dir.mkdir(parents=True, exist_ok=True)
     state = SweepState(sweep_dir / "sweep.sqlite")
@@ -131,7 +139,8 @@ def run_checked(args: argparse.Namespace, jobs: list[JobSpec], sweep_dir: Path, 
         state.check_settings(settings.as_dict())
         state.add(jobs)
         state.retry_failed()
-        todo = [j for j in runnable if state.rows([j.key])[0].status in ("pending", "running")]
+        to_run = state.keys_with(TO_RUN)
+        todo = [j for j in runnable if j.key in to_run]
         done = len(runnable) - len(todo)
         print(f"sweep: {len(jobs)} jobs ({len(runnable)} runnable, {len(jobs) - len(runnable)} not implemented); "
               f"{done} already finished, {len(todo)} to run", file=sys.stderr, flush=True)
@@ -139,6 +148,18 @@ def run_checked(args: argparse.Namespace, jobs: list[JobSpec], sweep_dir: Path, 
         progress = Progress(len(runnable), done, quiet=args.quiet)
         execute(args, todo, sweep_dir, state, settings, endpoints, model_id, cache, progress)
         progress.close()
+
+        def degraded() -> list[str]:
+            keys = state.keys_with(("degraded",))
+            return [j.key for j in runnable if j.key in keys]
+
+        def rerun(keys: list[str]) -> None:
+            again = Progress(len(keys), 0, quiet=args.quiet)
+            execute(args, [j for j in runnable if j.key in set(keys)], sweep_dir, state, settings, endpoints,
+                    model_id, cache, again)
+            again.close()
+
+        heal_rounds(args.heal_rounds, degraded, lambda: wait_until_healthy(health, args.max_outage), rerun)
         return state.counts()
     finally:
         state.close()

@@ -1,6 +1,9 @@
 """`sweep.sqlite`: one row per job (status, attempts, directory, headline result, error).
 
-Statuses: pending -> running -> finished | failed (after --job-retries) ; not_implemented (listed, never run).
+Statuses: pending -> running -> finished | degraded | failed (after --job-retries) ; not_implemented (listed,
+never run). `degraded`: the job returned, but infrastructure failures left it unfinished (optimization
+`infrastructure_invalid`, or evaluations holding infrastructure failures; engine/job/recovery.py); its `error`
+column says why, and heal rounds (engine/sweep/heal.py) re-run it until it is finished.
 A row left `running` by a killed sweep is treated as interrupted: the next run resumes it from its job
 directory (the job's own store replays what it recorded). Writes are tiny and happen at job boundaries; they run
 in a worker thread so the event loop never blocks on SQLite.
@@ -28,7 +31,8 @@ CREATE TABLE IF NOT EXISTS jobs (
   result TEXT, error TEXT, reason TEXT, spec TEXT NOT NULL, updated REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
-STATUSES = ("pending", "running", "finished", "failed", "not_implemented")
+STATUSES = ("pending", "running", "finished", "degraded", "failed", "not_implemented")
+TO_RUN = ("pending", "running", "degraded")  # what a `sweep run` (re)starts
 
 
 @dataclass(frozen=True)
@@ -100,10 +104,18 @@ class SweepState:
         return int(self._conn.execute("SELECT attempts FROM jobs WHERE key=?", (key,)).fetchone()[0])
 
     @_serialized
-    def finish(self, key: str, result: dict[str, Any]) -> None:
+    def finish(self, key: str, result: dict[str, Any], degraded: list[str] | None = None) -> None:
+        """The job returned: `finished`, or `degraded` with the reasons when infrastructure failures left it
+        unfinished."""
+        status, error = ("degraded", "; ".join(degraded)[:2000]) if degraded else ("finished", None)
         with self._conn:
-            self._conn.execute("UPDATE jobs SET status='finished', result=?, error=NULL, updated=? WHERE key=?",
-                               (json.dumps(result, sort_keys=True), time.time(), key))
+            self._conn.execute("UPDATE jobs SET status=?, result=?, error=?, updated=? WHERE key=?",
+                               (status, json.dumps(result, sort_keys=True), error, time.time(), key))
+
+    @_serialized
+    def keys_with(self, statuses: tuple[str, ...]) -> set[str]:
+        marks = ",".join("?" * len(statuses))
+        return {r[0] for r in self._conn.execute(f"SELECT key FROM jobs WHERE status IN ({marks})", statuses)}
 
     @_serialized
     def fail(self, key: str, error: str, final: bool) -> None:
