@@ -15,7 +15,7 @@ TOPOLOGIES = ("single", "independent", "sequential", "centralized", "decentraliz
 PRODUCTION_ONLY = ("simulate", "failure_modes")
 # a scorer whose rules change gets a new version (it is part of the condition, so of every evaluation id):
 # gpqa v3 and math v3 follow protocol-v1 section 10 exactly (issue 35 items 1 and 2)
-SCORER_VERSIONS = {"gpqa": "v3"}
+SCORER_VERSIONS = {"gpqa": "v3", "math": "v3"}
 
 
 @pytest.mark.parametrize("task", KNOWN_BENCHMARKS)
