@@ -214,8 +214,6 @@ def source_tables(method: str, cell: Cell) -> list[int]:
     return sorted(set(tables))
 
 
-
-
 def _protocol_cells() -> list[Cell]:
     """Every well-formed cell on the protocol's framework labels (single: size 1, freeform; crewai, autogen,
     openai_agents: their one topology, freeform, size 4)."""
@@ -227,9 +225,9 @@ def _protocol_cells() -> list[Cell]:
         fixed = topology == "single" or only is not None
         communications = ("freeform",) if fixed else COMMUNICATIONS
         sizes = ((1,) if topology == "single" else (4,)) if fixed else TEAM_SIZES
-        cells += [Cell(task=task, topology=topology, framework=framework, communication=communication,
-                       team_size=team_size, task_model=model) for communication, team_size in product(communications,
-                                                                                                      sizes)]
+        for communication, team_size in product(communications, sizes):
+            cells.append(Cell(task=task, topology=topology, framework=framework, communication=communication,
+                              team_size=team_size, task_model=model))
     return cells
 
 
