@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+from itertools import product
 
 from core.errors import CellError
 from core.models import Cell
@@ -22,6 +24,7 @@ FRAMEWORKS = ("native", "langgraph", "crewai", "autogen", "openai_agents")
 TABLE2_FRAMEWORK = {"single": "langgraph", "independent": "langgraph", "sequential": "crewai",
                     "centralized": "autogen", "decentralized": "openai_agents"}
 SINGLE_TOPOLOGY_FRAMEWORKS = {"crewai": "sequential", "autogen": "centralized", "openai_agents": "decentralized"}
+PROTOCOL_FRAMEWORKS = FRAMEWORKS[1:]  # the frameworks section 4's tables name
 MODELS = ("qwen", "llama")
 PRIMARY_METHODS = ("gepa", "mipro", "mapro", "maspo")
 ALL_METHODS = PRIMARY_METHODS + ("hivemind", "mamut_gepa", "maspob", "tavo")
@@ -210,3 +213,33 @@ def source_tables(method: str, cell: Cell) -> list[int]:
         tables.append(7)
     return sorted(set(tables))
 
+
+def _protocol_cells() -> list[Cell]:
+    """Every well-formed cell on the protocol's framework labels (single: size 1, freeform; crewai, autogen,
+    openai_agents: their one topology, freeform, size 4)."""
+    cells = []
+    for task, topology, framework, model in product(TASKS, TOPOLOGIES, PROTOCOL_FRAMEWORKS, MODELS):
+        only = SINGLE_TOPOLOGY_FRAMEWORKS.get(framework)
+        if only not in (None, topology):
+            continue
+        fixed = topology == "single" or only is not None
+        communications = ("freeform",) if fixed else COMMUNICATIONS
+        sizes = ((1,) if topology == "single" else (4,)) if fixed else TEAM_SIZES
+        for communication, team_size in product(communications, sizes):
+            cells.append(Cell(task=task, topology=topology, framework=framework, communication=communication,
+                              team_size=team_size, task_model=model))
+    return cells
+
+
+@lru_cache(maxsize=1)
+def grid_configurations() -> tuple[tuple[str, Cell, tuple[int, ...]], ...]:
+    """Every (method, cell, tables) of section 4's tables 2-7, cells on the protocol's framework labels.
+
+    The one definition of the grid is `source_tables`; this keeps every well-formed cell of every method that it
+    places in a table, so the sweep's grid, the synthetic results and job.json cannot disagree. Table 7 is PRIMARY
+    x application x 5 topologies, LangGraph, freeform, size 4 "repeated with Llama": its Qwen half is the same
+    configurations as tables 3 and 6 hold for the application tasks (they carry 7 too), its Llama half adds 54.
+    """
+    cells = _protocol_cells()
+    found = [(method, cell, tuple(source_tables(method, cell))) for method in ALL_METHODS for cell in cells]
+    return tuple(entry for entry in found if entry[2])

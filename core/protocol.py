@@ -9,7 +9,17 @@ from core.canonical import content_hash
 PROTOCOL_ID = "mas-promptbench-v1"
 FULL_BUDGET = 600
 MAX_INFRA_RETRIES = 2  # 3 attempts at most, same request seed
-RUNTIME_IMPLEMENTATION_ID = "mas-promptbench-engine/anyio-native-v1"  # this project's own runtime, not LangGraph etc.
+# Section 5.6: the condition names the runtime implementation that ran it. `native` is this project's own anyio
+# runtime (topologies/); the others are this project's framework runtimes (frameworks/: the framework's own agents
+# and graph, their model calls through the recording gateway). One id per --cell framework value (core/cell.py
+# FRAMEWORKS; tests/core/test_runtime_ids.py holds them equal).
+RUNTIME_IMPLEMENTATION_IDS: dict[str, str] = {
+    "native": "mas-promptbench-engine/anyio-native-v1",
+    "langgraph": "mas-promptbench-engine/langgraph-gateway-v1",
+    "crewai": "mas-promptbench-engine/crewai-gateway-v1",
+    "autogen": "mas-promptbench-engine/autogen-gateway-v1",
+    "openai_agents": "mas-promptbench-engine/openai-agents-sdk-gateway-v1",
+}
 CANONICAL_REFLECTION_MODEL = "Qwen/Qwen3.5-122B-A10B-FP8"
 TASK_MODELS = {"qwen": "Qwen/Qwen3.5-9B", "llama": "meta-llama/Llama-3.1-8B-Instruct"}
 PAIRED_SEED_SCHEMA = "paired-evaluation-seed"
@@ -39,6 +49,14 @@ PROTOCOL_CONSTANTS: dict[str, Any] = {
     "bootstrap": {"replicates": 10000, "rng": "random.Random(0)"},
 }
 PROTOCOL_HASH = content_hash(PROTOCOL_CONSTANTS)
+
+
+def runtime_implementation_id(framework: str) -> str:
+    """The id of the runtime implementation that runs cells of `framework` (section 5.6)."""
+    try:
+        return RUNTIME_IMPLEMENTATION_IDS[framework]
+    except KeyError:
+        raise ValueError(f"no runtime implementation for framework {framework!r}") from None
 
 
 def split_hash(splits_payload: dict[str, Any]) -> str:
@@ -104,7 +122,7 @@ def condition(
         "communication": communication,
         "team_size": team_size,
         "task_model": task_model,
-        "runtime_implementation_id": RUNTIME_IMPLEMENTATION_ID,
+        "runtime_implementation_id": runtime_implementation_id(framework),
         "initial_bundle_sha256": initial_bundle_sha256,
         "evaluation_decoding": EVALUATION_DECODING,
         "scorer_id": scorer_id,

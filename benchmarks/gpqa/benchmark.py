@@ -37,7 +37,7 @@ class GpqaBenchmark(DatasetBenchmark):
     name = "gpqa"
     package_dir = PACKAGE_DIR
     contracts = {1: CONTRACT_V1, 2: CONTRACT_V2}
-    scorer_id = "gpqa:protocol:v2"
+    scorer_id = "gpqa:protocol:v3"
     executes_tools = True
     answer_format = "a final line 'Answer: X' with X in A-D"
     failure_modes = FAILURE_MODES

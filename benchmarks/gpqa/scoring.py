@@ -2,11 +2,21 @@
 
 Protocol-v1 section 10 (GPQA): strip markdown emphasis (* _ `); then try the patterns in order and take the
 LAST match of the FIRST pattern that matches:
-  (1) "Answer: X" / "Final answer: X" (colons/whitespace between; case-insensitive; X may be parenthesised),
-  (2) "option X" / "choice X" (optionally "option is X"),
-  (3) a bare letter line: a line that is only an upper-case A-D (optionally "(B)", "B)" or "B.").
-"Answer is X" is none of these (the protocol lists no such pattern). X must stand alone: the first letter of a
-word ("Answer: because ...") is not an option letter.
+  (1) "Answer: X" / "Final answer: X": the colon is required (whitespace around it is free, the keyword's case
+      is free), X may be parenthesised,
+  (2) "option X" / "choice X" (optionally "option is X", an optional colon),
+  (3) a bare letter line: a line that is only A-D (optionally "(B)", "B)" or "B.").
+X is an option letter: upper-case A-D only, standing alone. So "Answer: C ... I could answer a follow-up" is C
+(the lower-case article "a" after "answer" is no option letter, and "answer a" has no colon), "answer: b" is no
+letter, and "Answer: because ..." is not B. "Answer is X" is none of the patterns (the protocol lists no such
+pattern).
+
+Decision (issue 35 item 1), recorded with its evidence: the [v1] fork's code (core/tasks/gpqa.py at 6aaae89)
+compiles its letter class with re.IGNORECASE and lets pattern (1) run without a colon (colon or whitespace), so
+it reads the sentence above as A and "answer: b" as B. Section 10 writes the patterns as "Answer:/Final
+answer: X" with X an option letter; this scorer follows that text (colon required, upper-case letters), so on
+such replies it differs from the fork's code by design (tests/benchmarks/gpqa/test_gpqa_protocol_table.py
+lists every such row).
 """
 
 from __future__ import annotations
@@ -16,10 +26,11 @@ import re
 from core.models import Score
 
 _EMPHASIS = re.compile(r"[*_`]+")
-_LETTER = r"\(?([A-Da-d])\)?(?![A-Za-z0-9])"
+# the keywords match in any case ((?i:...)); the option letter is upper-case A-D and stands alone
+_LETTER = r"\(?([A-D])\)?(?![A-Za-z0-9])"
 PATTERNS = (
-    re.compile(r"\b(?:final\s+)?answer\b[:\s]*" + _LETTER, re.IGNORECASE),
-    re.compile(r"\b(?:option|choice)\b\s*(?:is\b)?[:\s]*" + _LETTER, re.IGNORECASE),
+    re.compile(r"\b(?i:(?:final\s+)?answer)\s*:\s*" + _LETTER),
+    re.compile(r"\b(?i:option|choice)\b\s*(?i:is\b)?[:\s]*" + _LETTER),
     re.compile(r"^[ \t]*\(?([A-D])\)?[ \t]*\.?[ \t]*$", re.MULTILINE),
 )
 _ANSWER_LINE = re.compile(r"\b(?:final\s+)?answer\s*:", re.IGNORECASE)

@@ -4,6 +4,13 @@ normalize_answer: lowercase, remove punctuation, remove the articles a/an/the, c
 exact_match: normalized strings equal (the protocol metric). f1: token F1 on normalized strings, with no partial
 credit when either side normalizes to yes / no / noanswer and they differ.
 Extraction: the text after the last "Answer:" (case-insensitive), else the last non-empty line.
+
+Decision (issue 35 item 8; section 10 says "last 'Answer: X'" and leaves open whether a second "Answer:" on the
+same line starts a new answer): one "Answer:" per line. The answer runs from the first "Answer:" of a line to the
+end of that line, and the last such line wins, so "Answer: 1990 (Answer: 1991)" reads "1990 (Answer: 1991)" (EM 0
+against "1990": an answer that hedges is no short-form answer). This is how the [v1] fork's extraction reads it
+(core/tasks/hotpotqa.py at 6aaae89: its answer pattern captures to the end of the line and matches do not
+overlap), and it keeps a later repetition inside the line from overriding what the line states first.
 """
 
 from __future__ import annotations

@@ -64,7 +64,7 @@ class MathBenchmark(DatasetBenchmark):
     name = "math"
     package_dir = PACKAGE_DIR
     contracts = {1: CONTRACT_V1, 2: CONTRACT_V2}
-    scorer_id = "math:protocol:v2"
+    scorer_id = "math:protocol:v3"
     executes_tools = True
     answer_format = "the final answer in \\boxed{...} (first and last line)"
     failure_modes = FAILURE_MODES

@@ -9,9 +9,15 @@ No other box form is recognised (no `\\fbox`, no `\\boxed 5`): the protocol name
 code raises (a second "\\text{ " unit marker, a `\\frac` or `\\sqrt` with nothing after it): `is_equiv` then falls
 back to raw string equality, as the published `is_equiv` does with its bare `except`. Steps: drop line breaks,
 `\\!`; `\\\\` -> `\\`; tfrac/dfrac -> frac; drop \\left/\\right, degree marks, `\\$`; cut right units at "\\text{ ";
-drop `\\%` and `%`; " ." -> " 0.", "{." -> "{0.", a leading "." gets a 0; drop a left side of at most 2 chars
-before a single "="; \\sqrt3 -> \\sqrt{3}; drop spaces; \\frac12 -> \\frac{1}{2}; "0.5" -> \\frac{1}{2};
-integer "a/b" -> \\frac{a}{b}.
+drop `\\%` (only: a bare `%` stays, see below); " ." -> " 0.", "{." -> "{0.", a leading "." gets a 0; drop a
+left side of at most 2 chars before a single "="; \\sqrt3 -> \\sqrt{3}; drop spaces; \\frac12 -> \\frac{1}{2};
+"0.5" -> \\frac{1}{2}; integer "a/b" -> \\frac{a}{b}.
+
+Percent (issue 35 item 2): the published code (hendrycks/math main, modeling/math_equivalence.py, last changed in
+940d1bf) removes percentage with two lines, `replace("\\\\%", "")` and `replace("\\%", "")`; the second is an unknown
+escape in a Python literal, i.e. the same two characters backslash-percent again. So only `\\%` is dropped and a
+bare `%` stays: `\\boxed{50\\%}` equals 50, `\\boxed{50%}` does not. (A later pull request to that repository,
+never merged, rewrites the second line to drop a bare `%`; the protocol names the published `is_equiv`.)
 """
 
 from __future__ import annotations
@@ -109,7 +115,7 @@ def _strip(string: str) -> str:
     s = s.replace("^{\\circ}", "").replace("^\\circ", "")
     s = s.replace("\\$", "")
     s = _remove_right_units(s)
-    s = s.replace("\\%", "").replace("%", "")
+    s = s.replace("\\%", "")  # the published code's two percent lines both remove backslash-percent only
     s = s.replace(" .", " 0.").replace("{.", "{0.")
     if not s:
         return s

@@ -14,6 +14,15 @@ A diff header line is one starting with "diff --git", "--- a/", "+++ b/" or "@@ 
 any whitespace before a/ b/).
 The patch passes when it has a header line and at least one changed line: a line starting with "+" that is not
 "+++", or with "-" that is not "---". Nothing is applied and no test runs.
+
+Decision (issue 35 item 8; the spec's "unified diff with header + >=1 changed line" leaves both open), taken from
+the [v1] fork's structural scorer (optimizers/bridge/datasets/swe.py at 6aaae89: the same header pattern, "@@ "
+included, and the same changed-line test), which produced the protocol's SWE numbers:
+  - "header" is any diff header line, a hunk header "@@ " included: a hunk without a "diff --git" / "---" / "+++"
+    file header passes (the fork's pattern accepts it; a file-less hunk is still a unified-diff hunk);
+  - a line is judged by its prefix only: "+++i;" (an added "++i;") is not counted as a changed line, nor is
+    "---x" (a removed "--x"), exactly as the fork's "+ not +++" / "- not ---" test does. A patch whose only changes
+    look like that fails as `no_changes`; `git diff HEAD` output with any other changed line passes.
 """
 
 from __future__ import annotations

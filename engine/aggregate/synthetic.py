@@ -23,70 +23,29 @@ from core.artifacts import (
     ResultOptimization,
     ResultSelection,
 )
+from core.cell import grid_configurations
+from core.cell import registry_key as cell_registry_key
+from core.models import Cell
 
-PRIMARY = ("gepa", "mipro", "mapro", "maspo")
-EXTRA = ("hivemind", "mamut_gepa", "maspob", "tavo")
-TASKS = ("gpqa", "hotpotqa", "math", "bfcl", "apibank", "toolhop", "lcb", "apps", "swe")
-APPLICATION = ("hotpotqa", "lcb", "bfcl")
-TOPOLOGIES = ("single", "independent", "sequential", "centralized", "decentralized")
-MULTI_AGENT = TOPOLOGIES[1:]
-NATIVE = {"single": "langgraph", "independent": "langgraph", "sequential": "crewai", "centralized": "autogen",
-          "decentralized": "openai_agents"}
-COMMUNICATIONS = ("freeform", "semi_structured", "structured")
+GRID_FIELDS = ("method", "task", "topology", "framework", "communication", "team_size", "task_model")
 
 
 def registry_key(topology: str, framework: str, communication: str, team_size: int) -> str:
-    if framework != "langgraph":
-        return f"{topology}_{framework}"
-    if communication != "freeform":
-        return f"{topology}_communications_{communication}"
-    if topology != "single" and team_size != 4:
-        return f"{topology}_r{team_size}"
-    return topology
-
-
-def _methods_for(topology: str, methods: tuple[str, ...]) -> tuple[str, ...]:
-    return tuple(m for m in methods if topology != "single" or m in ("gepa", "mipro"))
+    return cell_registry_key(Cell(task="-", topology=topology, framework=framework, communication=communication,
+                                  team_size=team_size))
 
 
 def grid_cells() -> list[dict[str, Any]]:
-    """The 612 conformant grid configurations (method, task, topology, framework, communication, size, model)."""
-    cells: dict[tuple, dict[str, Any]] = {}
-
-    def add(method: str, task: str, topology: str, framework: str, communication: str, size: int,
-            model: str, table: int) -> None:
-        size = 1 if topology == "single" else size
-        key = (method, task, topology, framework, communication, size, model)
-        entry = cells.setdefault(key, {"grid": dict(zip(
-            ("method", "task", "topology", "framework", "communication", "team_size", "task_model"), key)),
-            "source_tables": []})
-        entry["source_tables"].append(table)
-
-    for task in TASKS:
-        for topology in TOPOLOGIES:
-            for method in _methods_for(topology, PRIMARY):
-                add(method, task, topology, NATIVE[topology], "freeform", 4, "qwen", 2)
-                add(method, task, topology, "langgraph", "freeform", 4, "qwen", 3)
-    for task in APPLICATION:
-        for topology in MULTI_AGENT:
-            for method in PRIMARY:
-                for communication in COMMUNICATIONS:
-                    add(method, task, topology, "langgraph", communication, 4, "qwen", 4)
-                for size in (2, 4, 8, 10):
-                    add(method, task, topology, "langgraph", "freeform", size, "qwen", 5)
-        for topology in TOPOLOGIES:
-            for method in _methods_for(topology, PRIMARY + EXTRA):
-                add(method, task, topology, "langgraph", "freeform", 4, "qwen", 6)
-            for method in _methods_for(topology, PRIMARY):
-                add(method, task, topology, "langgraph", "freeform", 4, "llama", 7)
+    """The 612 conformant grid configurations (method, task, topology, framework, communication, size, model),
+    each with its registry key and source tables: core/cell.py `grid_configurations`, the grid's one source."""
     out = []
-    for entry in cells.values():
-        grid = entry["grid"]
-        entry["registry_key"] = registry_key(grid["topology"], grid["framework"], grid["communication"],
-                                             grid["team_size"])
-        entry["source_tables"] = sorted(set(entry["source_tables"]))
-        out.append(entry)
-    return out
+    for method, cell, tables in grid_configurations():
+        values = (method, cell.task, cell.topology, cell.framework, cell.communication, cell.team_size,
+                  cell.task_model)
+        out.append({"grid": dict(zip(GRID_FIELDS, values)), "source_tables": list(tables),
+                    "registry_key": cell_registry_key(cell)})
+    return sorted(out, key=lambda e: (e["grid"]["task_model"] != "qwen", e["grid"]["task"], e["registry_key"],
+                                      e["grid"]["method"]))
 
 
 def synthetic_result(

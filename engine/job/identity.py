@@ -16,10 +16,10 @@ from core.protocol import (
     FULL_BUDGET,
     PROTOCOL_HASH,
     PROTOCOL_ID,
-    RUNTIME_IMPLEMENTATION_ID,
     TASK_MODELS,
     cell_id,
     condition,
+    runtime_implementation_id,
 )
 from engine.job.artifacts import Sealed, read_json, write_artifact
 from engine.job.config import JobConfig
@@ -74,7 +74,7 @@ def build_identity(cfg: JobConfig, seed_bundle: PromptBundle, split_sha256: str,
         budget=cfg.budget, source_tables=tables, in_grid=on_grid(cfg.method, c, tuple(METHODS)),
         protocol_conformant=not reasons,
         nonconformance_reasons=reasons, registry_key=registry_key(c),
-        runtime_implementation_id=RUNTIME_IMPLEMENTATION_ID, scorer_id=scorer_id,
+        runtime_implementation_id=runtime_implementation_id(c.framework), scorer_id=scorer_id,
         seed_bundle=BundleJson(**seed_bundle.to_json()), condition=cond,
         condition_id=content_hash(cond), split_sha256=split_sha256, split_sizes=split_sizes,
         task_model_id=cfg.task_model_id, reflection_model=cfg.reflection_model,

@@ -3,7 +3,9 @@
 A *configuration* is (method, task, topology, framework, communication, team size, model); a cell that several
 tables contain is one configuration. A *job* is a configuration and an optimizer seed (0, 1, 2). The frozen
 counts (612 configurations / 1,836 jobs; Qwen 558, Llama 54; per method GEPA 147 ... TAVO 12; 132 runner
-conditions per seed for Qwen) are asserted in tests/engine/sweep/test_grid.py.
+conditions per seed for Qwen; table 7: 108 configurations / 324 jobs, its Qwen half shared with tables 3 and 6)
+are asserted in tests/engine/sweep/test_grid.py. The grid is not written here: core/cell.py `source_tables`
+defines which tables hold a configuration, and `grid_configurations` enumerates it.
 
 Framework labels are the protocol's: table 2 runs single/independent on LangGraph, sequential on CrewAI,
 centralized on AutoGen and decentralized on the OpenAI Agents SDK; tables 3-7 are the LangGraph column. This
@@ -15,23 +17,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.cell import (
-    ALL_METHODS,
-    APPLICATION_TASKS,
-    COMMUNICATIONS,
-    MULTI_AGENT,
-    PRIMARY_METHODS,
-    TASKS,
-    TEAM_SIZES,
-    TOPOLOGIES,
-)
+from core.cell import PROTOCOL_FRAMEWORKS, grid_configurations
 
 SEEDS = (0, 1, 2)
-TABLE2_FRAMEWORK = {"single": "langgraph", "independent": "langgraph", "sequential": "crewai",
-                    "centralized": "autogen", "decentralized": "openai_agents"}
 FRAMEWORK_KEYS = {"crewai": "sequential_crewai", "autogen": "centralized_autogen",
                   "openai_agents": "decentralized_openai_agents"}
-FRAMEWORK_LABELS = ("langgraph", "crewai", "autogen", "openai_agents")
+FRAMEWORK_LABELS = PROTOCOL_FRAMEWORKS
 
 
 @dataclass(frozen=True, order=True)
@@ -71,37 +62,11 @@ class Configuration:
         return text
 
 
-def _add(grid: dict[tuple[object, ...], set[int]], table: int, method: str, task: str, topology: str,
-         framework: str, communication: str = "freeform", team_size: int = 4, model: str = "qwen") -> None:
-    if topology == "single":
-        if method not in ("gepa", "mipro"):
-            return  # single is allowed only for gepa and mipro
-        team_size = 1
-    grid.setdefault((method, task, topology, framework, communication, team_size, model), set()).add(table)
-
-
 def protocol_grid() -> list[Configuration]:
-    """Every configuration of tables 2-7, in a stable order, each with the tables that contain it."""
-    grid: dict[tuple[object, ...], set[int]] = {}
-    for m in PRIMARY_METHODS:
-        for t in TASKS:
-            for top in TOPOLOGIES:
-                _add(grid, 2, m, t, top, TABLE2_FRAMEWORK[top])
-                _add(grid, 3, m, t, top, "langgraph")
-        for t in APPLICATION_TASKS:
-            for top in MULTI_AGENT:
-                for comm in COMMUNICATIONS:
-                    _add(grid, 4, m, t, top, "langgraph", communication=comm)
-                for n in TEAM_SIZES:
-                    _add(grid, 5, m, t, top, "langgraph", team_size=n)
-            for top in TOPOLOGIES:
-                _add(grid, 7, m, t, top, "langgraph", model="llama")
-    for m in ALL_METHODS:
-        for t in APPLICATION_TASKS:
-            for top in TOPOLOGIES:
-                _add(grid, 6, m, t, top, "langgraph")
-    configs = [Configuration(str(k[0]), str(k[1]), str(k[2]), str(k[3]), str(k[4]), int(str(k[5])), str(k[6]),
-                             tuple(sorted(v))) for k, v in grid.items()]
+    """Every configuration of tables 2-7, in a stable order, each with the tables that contain it: derived from
+    core/cell.py `grid_configurations` (the tables' one definition, `source_tables`, which job.json also uses)."""
+    configs = [Configuration(method, c.task, c.topology, c.framework, c.communication, c.team_size, c.task_model,
+                             tables) for method, c, tables in grid_configurations()]
     return sorted(configs, key=lambda c: (c.model != "qwen", c.task, c.registry_key, c.method))
 
 

@@ -15,8 +15,9 @@
    (`Blame: N`); the most blamed role (ties: nearest the terminal role, then native order) is rewritten by the
    reflection model (T 0.7, 512 tokens) from those transcripts; the new prompt joins its pool, replacing the
    lowest-potential non-seed, unassigned member when the pool holds K.
-Stops: `max_rounds` (8), `patience` (3 rounds without a train gain > 0), `rollout_budget_spent` (the next train pass
-would not fit: a pass is never cut short). Charged: one train pass for the seed + one per new MAP assignment.
+Stops: `max_rounds` (8), `patience` (3 rounds without a train gain > 0), `budget` (the next train pass would not
+fit: a pass is never cut short; section 6 lists `budget` for HiveMind, MAPRO and MASPO, `rollout_budget_spent` for
+GEPA, MIPRO and MASPOB). Charged: one train pass for the seed + one per new MAP assignment.
 Determinism: one `random.Random(method_rng_seed("mapro", seed))` (no draws are needed so far: every choice is a
 pure function of recorded results); rollout seeds are keyed by round; judge/probe/reflection keys by content.
 """
@@ -38,7 +39,7 @@ from optimizers.mapro.prompts import INIT_TOKENS, MUTATION_TEMPERATURE, MUTATION
 from optimizers.mapro.roles import role_graph, worst
 from optimizers.reflective_dataset import last_fenced_block
 
-STOP_BUDGET = StopReason.ROLLOUT_BUDGET_SPENT
+STOP_BUDGET = StopReason.BUDGET
 STOP_ROUNDS = StopReason.MAX_ROUNDS
 STOP_PATIENCE = StopReason.PATIENCE
 

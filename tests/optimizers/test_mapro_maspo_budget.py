@@ -53,7 +53,7 @@ def test_mapro_below_its_smallest_budget_runs_when_allowed_and_never_cuts_a_trai
     done = job(out, "mapro", 100, "--allow-small-budget", "--quiet")
     assert done.returncode == 0, done.stderr
     opt = json.loads((out / "optimization.json").read_text())
-    assert opt["budget"]["charged"] == 0 and opt["stop_reason"] == "rollout_budget_spent"
+    assert opt["budget"]["charged"] == 0 and opt["stop_reason"] == "budget"  # section 6: MAPRO stops with `budget`
     assert json.loads((out / "selection.json").read_text())["fallback_reason"] is not None
 
 

@@ -43,7 +43,7 @@ def check_job(out: Path, method: str, shared: bool = False) -> None:
     opt = read(out, "optimization.json")
     check_closed_ledger(opt["budget"], 600)
     assert opt["status"] == "completed"
-    assert opt["stop_reason"] in ({"patience", "max_rounds", "rollout_budget_spent"} if method == "mapro"
+    assert opt["stop_reason"] in ({"patience", "max_rounds", "budget"} if method == "mapro"
                                   else {"budget", "maximum_search_depth"})
     selection = read(out, "selection.json")
     assert selection["selected_candidate"] == "incumbent" and selection["fallback_reason"] is None

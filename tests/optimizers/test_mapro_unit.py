@@ -112,7 +112,7 @@ async def test_mapro_never_starts_a_train_pass_that_does_not_fit():
     model = ScriptedModel()
     result = await Mapro(seed=0, reflection=model, judge=model, probe=model).optimize(
         runner, train, [], seed_bundle(), 15)
-    assert result.stop_reason in {"rollout_budget_spent", "patience"}
+    assert result.stop_reason in {"budget", "patience"}  # section 6: MAPRO stops with `budget`
     snap = runner.ledger.snapshot()
     assert snap.charged <= 12 and snap.charged % 6 == 0 and not snap.violations()
 

@@ -74,7 +74,8 @@ def test_loader_errors(tmp_path, monkeypatch):
 @pytest.mark.parametrize("text,letter", [
     ("Reasoning...\nAnswer: B", "B"),
     ("**Answer:** C", "C"),
-    ("Final answer: (d)", "D"),
+    ("Final answer: (D)", "D"),
+    ("Final answer: (d)", None),  # section 10: X is an upper-case option letter
     ("I first thought Answer: A but the final answer: C", "C"),
     ("The correct option is B.", "B"),
     ("choice: A", "A"),
@@ -106,7 +107,8 @@ def test_scorer_right_wrong_malformed():
     assert bad.value == 0.0 and f"answered {wrong}" in bad.feedback and f"correct option is {gold}" in bad.feedback
     none = BENCHMARK.score(row, AgentOutput(text=None))
     assert none.malformed and "No answer letter found" in none.feedback
-    assert BENCHMARK.vote_key(row, AgentOutput(text="Answer: c")) == "C"
+    assert BENCHMARK.vote_key(row, AgentOutput(text="Answer: C")) == "C"
+    assert BENCHMARK.vote_key(row, AgentOutput(text="Answer: c")) is None  # abstains (section 2.2 vote rule)
     assert BENCHMARK.vote_key(row, AgentOutput(text="hmm")) is None
 
 

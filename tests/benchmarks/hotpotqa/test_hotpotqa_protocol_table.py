@@ -6,6 +6,10 @@ normalization (lowercase, strip punctuation and articles a/an/the, collapse spac
 Cross-check: the official normalize_answer / f1_score / exact_match_score of HotpotQA's hotpot_evaluate_v1.py are
 reproduced verbatim below as a TEST ORACLE; on every case the engine's EM and F1 must equal the oracle's on the
 extracted answer.
+
+Issue 35 item 8 (spec-ambiguous, decided in benchmarks/hotpotqa/scoring.py): one "Answer:" per line -- a second
+"Answer:" inside a line is part of that line's answer, the last such line wins; the [v1] fork's extraction
+(core/tasks/hotpotqa.py at 6aaae89) reads these rows the same way.
 """
 
 from __future__ import annotations
@@ -106,6 +110,13 @@ TABLE = [
     Case("I looked it up.\nParis\n\n  \n", "Paris", "Paris", 1.0, EXT + " (no 'Answer:': last non-empty line)"),
     Case("The answer is Paris", "Paris", "The answer is Paris", 0.0,
          EXT + " ('answer is' is not 'Answer: X': the last non-empty line is scored)"),
+    Case("Answer: 1990 (Answer: 1991)", "1990", "1990 (Answer: 1991)", 0.0,
+         EXT + " (one 'Answer:' per line: the answer runs to the end of its line; issue 35 item 8)"),
+    Case("Answer: 1990 (Answer: 1991)", "1991", "1990 (Answer: 1991)", 0.0,
+         EXT + " (a second 'Answer:' in the line does not start a new answer; issue 35 item 8)"),
+    Case("Answer: Paris. Answer: Lyon", "Lyon", "Paris. Answer: Lyon", 0.0, EXT + " (one per line; item 8)"),
+    Case("Answer: 1990 (Answer: 1991)\nAnswer: 1991", "1991", "1991", 1.0,
+         EXT + " (the LAST line with 'Answer:' wins; item 8)"),
     Case("", "Paris", None, 0.0, METRIC + " (empty reply scores 0)"),
     Case(None, "Paris", None, 0.0, METRIC + " (no reply scores 0)"),
 ]

@@ -104,6 +104,9 @@ def test_last_boxed_brace_counting():
     assert last_boxed("\\boxed{unbalanced") is None
     assert last_boxed("no box") is None
     assert strip_string(" \\left( 1, 2 \\right) ") == "(1,2)"
+    # protocol-v1 §10 (Hendrycks is_equiv, published code): only backslash-percent is dropped
+    assert strip_string("50\\%") == "50" and strip_string("50%") == "50%"
+    assert strip_string("50\\% of the total") == "50ofthetotal" and strip_string("50% of the total") == "50%ofthetotal"
 
 
 def _row():

@@ -2,8 +2,10 @@
 ("Last \\boxed{} with brace counting; Hendrycks is_equiv normalization ...").
 
 Cross-check: every case's boxed answer is also compared with the gold by Hendrycks' published `is_equiv`
-(hendrycks/math, modeling/math_equivalence.py), reproduced verbatim below as a TEST ORACLE only; the engine's
-scorer must agree with it on every case.
+(hendrycks/math main, modeling/math_equivalence.py as of 940d1bf, its last change), reproduced below as a TEST
+ORACLE only; the engine's scorer must agree with it on every case. One line is spelled differently: the published
+second percent line is `string.replace("\\%", "")` (an unknown escape: backslash-percent), written here as the
+same string "\\\\%" because warnings are errors. So a bare `%` stays (issue 35 item 2: `\\boxed{50%}` is not 50).
 """
 
 from __future__ import annotations
@@ -101,7 +103,7 @@ def _strip_string(string):
     string = string.replace("\\$", "")
     string = _remove_right_units(string)
     string = string.replace("\\%", "")
-    string = string.replace("%", "")
+    string = string.replace("\\%", "")  # published: "\%" (the same two characters)
     string = string.replace(" .", " 0.")
     string = string.replace("{.", "{0.")
     if len(string) == 0:
@@ -161,7 +163,11 @@ TABLE = [
     Case("\\boxed{xyz = 5}", "5", 0.0, EQ + "(only a short 'x =' (<= 2 chars) is dropped)"),
     Case("\\boxed{30^\\circ}", "30", 1.0, EQ + "(degrees)"),
     Case("\\boxed{50\\%}", "50", 1.0, EQ + "(\\%)"),
-    Case("\\boxed{50%}", "50", 1.0, EQ + "(the published code also drops a bare %)"),
+    Case("\\boxed{50%}", "50", 0.0, EQ + "(only \\% is dropped: a bare % stays, issue 35 item 2)"),
+    Case("\\boxed{50%}", "50%", 1.0, EQ + "(a bare % stays on both sides)"),
+    Case("\\boxed{50\\%}", "50%", 0.0, EQ + "(\\% is dropped, a bare % is not)"),
+    Case("\\boxed{50\\\\%}", "50", 1.0, EQ + "(\\\\ -> \\ first, then \\% is dropped)"),
+    Case("\\boxed{12.5\\%}", "12.5", 1.0, EQ + "(\\% after a decimal)"),
     Case("\\boxed{\\$10}", "10", 1.0, EQ + "(\\$)"),
     Case("\\boxed{5 \\text{ cm}}", "5", 1.0, EQ + "(units)"),
     Case("\\boxed{5\\text{ cm}\\text{ }}", "5", 0.0,

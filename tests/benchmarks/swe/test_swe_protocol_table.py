@@ -2,12 +2,17 @@
 + >=1 changed line; not applied, no tests") and §10 SWE-bench ("Patch = `git diff HEAD` of the checkout (not the
 fenced diff)").
 
-The protocol names no official implementation of the structural rule (the SWE-bench harness is the runners' rule,
-score_runner, tested in test_swe.py), so every case states its expected verdict explicitly.
+Every case states its expected verdict explicitly. Cross-check: the [v1] fork's structural scorer (optimizers/
+bridge/datasets/swe.py at 6aaae89, the rule behind the protocol's SWE numbers) is restated below as a TEST ORACLE
+(`v1_structural`, written from that code's rule: same header pattern, "@@ " included, same "+ not +++" / "- not
+---" changed-line test); on every case scored from the final message the engine's verdict equals it. Issue 35 item
+8 (spec-ambiguous, decided as the fork's code does): a hunk without a file header passes, "+++i;" is no changed line.
+(The SWE-bench harness is the runners' rule, score_runner, tested in test_swe.py.)
 """
 
 from __future__ import annotations
 
+import re
 from typing import NamedTuple
 
 import pytest
@@ -21,6 +26,30 @@ HDR = RULE + " (a header line: 'diff --git', '--- a/', '+++ b/' or '@@ ')"
 CHK = "protocol-v1 §10 SWE: Patch = git diff HEAD of the checkout (not the fenced diff)"
 
 DIFF = "diff --git a/m.py b/m.py\n--- a/m.py\n+++ b/m.py\n@@ -1 +1 @@\n-return 1\n+return 2\n"
+
+
+ITEM8 = RULE + " (issue 35 item 8, as the [v1] fork's scorer)"
+
+
+# ---------------------------------------------------------------- oracle: the [v1] fork's structural rule
+_V1_BLOCK = re.compile(r"```(?:diff|patch)?\s*\n(.*?)```", re.DOTALL | re.IGNORECASE)
+_V1_HEADER = re.compile(r"^(?:diff --git|---\s+a/|\+\+\+\s+b/|@@ )", re.MULTILINE)
+
+
+def v1_structural(text: str | None) -> bool:
+    body = text or ""
+    end = body.lower().rfind("</think>")
+    body = (body[end + len("</think>"):] if end >= 0 else body).strip()
+    patch = next((b.strip() for b in reversed(_V1_BLOCK.findall(body)) if _V1_HEADER.search(b)), None)
+    if patch is None:
+        first = _V1_HEADER.search(body)
+        patch = body[first.start():].strip() if first else None
+    if not patch:
+        return False
+    lines = patch.splitlines()
+    changed = any((ln.startswith("+") and not ln.startswith("+++")) or (ln.startswith("-") and not ln.startswith("---"))
+                  for ln in lines)
+    return bool(_V1_HEADER.search(patch)) and changed
 
 
 class Case(NamedTuple):
@@ -57,6 +86,16 @@ TABLE = [
     Case(f"```diff\n{DIFF}```", "", 1.0, "pass",
          CHK + " (an empty checkout diff: the runtime recorded no checkout patch, the answer's diff is checked)"),
     Case(None, None, 0.0, "no_diff_block", RULE + " (no answer)"),
+    Case("```diff\n@@ -3 +3 @@\n-x = 1\n+x = 2\n```", None, 1.0, "pass", ITEM8 + ": a hunk without a file header"),
+    Case("Change:\n@@ -3 +3 @@\n-x = 1\n+x = 2\n", None, 1.0, "pass", ITEM8 + ": an unfenced file-less hunk"),
+    Case("```diff\n--- a/c.c\n+++ b/c.c\n@@ -1 +1 @@\n i = 0;\n+++i;\n```", None, 0.0, "no_changes",
+         ITEM8 + ": '+++i;' (an added '++i;') is not counted as a changed line"),
+    Case("```diff\n--- a/c.c\n+++ b/c.c\n@@ -1 +1 @@\n---i;\n i = 0;\n```", None, 0.0, "no_changes",
+         ITEM8 + ": '---i;' (a removed '--i;') is not counted either"),
+    Case("```diff\n--- a/c.c\n+++ b/c.c\n@@ -1 +1 @@\n-i++;\n+++i;\n```", None, 1.0, "pass",
+         ITEM8 + ": the removed 'i++;' is the changed line"),
+    Case("I edited c.c.", "diff --git a/c.c b/c.c\n--- a/c.c\n+++ b/c.c\n@@ -1 +1 @@\n i = 0;\n+++i;\n", 0.0,
+         "no_changes", ITEM8 + " on the checkout diff (" + CHK[len("protocol-v1 "):] + ")"),
 ]
 
 
@@ -74,6 +113,8 @@ def test_swe_protocol_case(case: Case):
     assert score.metadata["rule"] == "structural"
     expected_source = "checkout_diff" if (case.checkout_diff or "").strip() else "final_message"
     assert score.metadata["patch_source"] == expected_source
+    if expected_source == "final_message":  # cross-check: the fork's structural scorer on the same text
+        assert (score.value == 1.0) == v1_structural(case.text), case.cite
 
 
 def test_extracted_patch_is_the_diff_itself():
