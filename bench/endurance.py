@@ -34,6 +34,7 @@ from engine.sim.policy import Policy  # noqa: E402
 from engine.sim.server import SimServer  # noqa: E402
 
 CELL = "task=gpqa,topology=independent,team_size=4"
+SINGLE = "task=gpqa,topology=single"
 MIX = {"http_500": 0.01, "http_503": 0.005, "reset": 0.005, "malformed_json": 0.004, "truncated_json": 0.002,
        "deep_nesting": 0.001, "huge_int": 0.001, "html_200": 0.001, "http_429": 0.01}
 
@@ -52,7 +53,7 @@ def child(args: argparse.Namespace) -> None:
     from engine.job.run_job import run_job
     from engine.runner import RetryPolicy
 
-    cfg = build_config(cell=CELL, method="gepa", seed=1, out=args.out, budget=args.budget,
+    cfg = build_config(cell=args.cell, method="gepa", seed=1, out=args.out, budget=args.budget,
                        task_endpoints=args.endpoints.split(","), model_id="bench-model", data_dir=None,
                        concurrency=args.concurrency, reflection_endpoint=args.endpoints.split(",")[1],
                        reflection_model="simulated-reflection", quiet=True, request_timeout=30.0,
@@ -82,7 +83,7 @@ class Endpoint:
         return [e for log in self.logs for e in log] + self.server.log
 
 
-def run_job_process(args: argparse.Namespace, out: Path, faulty: bool) -> dict[str, Any]:
+def run_job_process(args: argparse.Namespace, out: Path, faulty: bool, cell: str = CELL) -> dict[str, Any]:
     burst = [ScheduledFault(kind="http_429", nth=n) for n in range(400, 520)]  # a burst of 120 in a row
     plans = (FaultPlan(rates=MIX, seed=5, retry_after_s=0.5), FaultPlan(rates=MIX, schedule=burst, seed=6,
                                                                        retry_after_s=0.5)) if faulty else (None, None)
@@ -96,7 +97,8 @@ def run_job_process(args: argparse.Namespace, out: Path, faulty: bool) -> dict[s
 
         watcher = threading.Thread(target=outage_mid_optimization, daemon=True)
         watcher.start()
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--out", str(out), "--budget", str(args.budget),
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--cell", cell, "--out", str(out), "--budget",
+           str(args.budget),
            "--concurrency", str(args.concurrency), "--endpoints", ",".join(e.url for e in endpoints)]
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
     if watcher is not None:
@@ -141,6 +143,16 @@ def same(a: dict[str, Any], b: dict[str, Any], ignore_attempts: bool) -> bool:
     return clean(a) == clean(b)
 
 
+def report_single(args: argparse.Namespace, run: dict[str, Any], out: Path) -> None:
+    """Memory of one GEPA job with large responses: peak RSS, and store bytes per response byte (issue W item 7)."""
+    store = sum(p.stat().st_size for p in out.glob("card.sqlite*"))
+    response_bytes = run["answered_keys"] * args.pad_bytes
+    print(f"single GEPA job ({SINGLE}, budget {args.budget}, {args.pad_bytes} B responses, concurrency "
+          f"{args.concurrency}): peak RSS {run['peak_rss_mb']:.0f} MB (target < 300); store {store / 1e6:.0f} MB for "
+          f"{run['answered_keys']} answered requests = {store / max(1, response_bytes):.2f}x the response bytes "
+          f"(target <= 1.2)")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--budget", type=int, default=600)
@@ -149,6 +161,8 @@ def main() -> None:
     p.add_argument("--outage-after", type=int, default=600, help="requests endpoint A has served before its outage")
     p.add_argument("--concurrency", type=int, default=16)
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--cell", default=CELL, help=argparse.SUPPRESS)
+    p.add_argument("--single-only", action="store_true", help="only the single-agent GEPA job (memory figures)")
     p.add_argument("--out", help=argparse.SUPPRESS)
     p.add_argument("--endpoints", help=argparse.SUPPRESS)
     args = p.parse_args()
@@ -156,6 +170,10 @@ def main() -> None:
         child(args)
         return
     with tempfile.TemporaryDirectory(prefix="endurance-") as tmp:
+        single = run_job_process(args, Path(tmp) / "single", faulty=False, cell=SINGLE)
+        report_single(args, single, Path(tmp) / "single")
+        if args.single_only:
+            return
         clean = run_job_process(args, Path(tmp) / "clean", faulty=False)
         faulty = run_job_process(args, Path(tmp) / "faulty", faulty=True)
     response_bytes = faulty["answered_keys"] * args.pad_bytes / max(1, faulty["rollouts"])
