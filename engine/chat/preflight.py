@@ -1,10 +1,11 @@
 """Start-up check: every endpoint a job will use answers one tiny chat completion with its configured model id.
 
 GET /models proves little (a wrong model id, a proxy answering HTML, a server that hangs on POST all pass it), so
-the check POSTs one 1-token completion per endpoint, under one short deadline (`--startup-timeout`), before the
-job writes anything. A transient answer (HTTP 429/5xx, a dropped connection) is tried again while the deadline
-allows; anything else fails at once. A failure is a `UsageError` (exit 2) whose one line names the endpoint
-(credentials never shown) and the cause.
+the check POSTs one 1-token completion per endpoint, under one deadline (`--startup-timeout`, end to end: the HTTP
+session has no timeout of its own), before the job writes anything. Bodies are parsed with the chat client's
+limits (engine/chat/body.py). A transient answer (HTTP 429/5xx, a dropped connection) is tried again while the
+deadline allows; anything else fails at once. A failure is a `UsageError` (exit 2) whose one line names the
+endpoint (credentials never shown) and the cause.
 
 The request carries `X-MPB-Preflight: 1`, so the simulated endpoint answers it without counting it in its request
 log or applying its fault plan; a real server ignores the header.
@@ -12,7 +13,6 @@ log or applying its fault plan; a real server ignores the header.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,6 +22,7 @@ import anyio
 
 from core.errors import UsageError
 from engine.chat.auth import ApiKey, redacted_url, scrub
+from engine.chat.body import BodyError, parse_json
 
 PREFLIGHT_HEADER = "X-MPB-Preflight"
 DEFAULT_STARTUP_TIMEOUT_S = 10.0
@@ -53,8 +54,8 @@ def _snippet(text: str, limit: int = 120) -> str:
 
 def _error_message(body: str) -> str:
     try:
-        payload = json.loads(body)
-    except ValueError:
+        payload = parse_json(body)
+    except BodyError:
         return _snippet(body)
     if isinstance(payload, dict):
         err = payload.get("error")
@@ -80,9 +81,9 @@ def judge_response(status: int, content_type: str, body: str, target: Target) ->
     if "html" in content_type.lower() or stripped[:1] == "<":
         raise ValueError(f"answered HTML, not a JSON chat completion ({_snippet(stripped, 60)})")
     try:
-        payload = json.loads(body)
-    except ValueError:
-        raise ValueError(f"answered non-JSON ({_snippet(stripped, 60) or 'empty body'})") from None
+        payload = parse_json(body)  # the chat client's limits (engine/chat/body.py): deep nesting, huge integers
+    except BodyError as exc:
+        raise ValueError(f"answered non-JSON: {exc} ({_snippet(stripped, 60) or 'empty body'})") from None
     choices = payload.get("choices") if isinstance(payload, dict) else None
     first = choices[0] if isinstance(choices, list) and choices else None
     if not isinstance(first, dict) or not isinstance(first.get("message"), dict):
@@ -103,6 +104,8 @@ async def _attempt(session: aiohttp.ClientSession, target: Target) -> None:
         raise _Transient(f"connection dropped ({type(exc).__name__})") from None
     except aiohttp.ClientError as exc:
         raise ValueError(f"{type(exc).__name__}: {_snippet(str(exc), 80)}") from None
+    except TimeoutError:  # never the session's own (it has none): kept so a timeout can only mean "no answer"
+        raise _Transient("no answer") from None
 
 
 async def _check(target: Target, timeout: float) -> str | None:
@@ -111,7 +114,10 @@ async def _check(target: Target, timeout: float) -> str | None:
     if target.api_key is not None:
         headers["Authorization"] = f"Bearer {target.api_key.reveal()}"
     last = "no answer"
-    async with aiohttp.ClientSession(headers=headers) as session:
+    # no aiohttp timeout (its default total of 300 s would cut a longer --startup-timeout): the deadline below is
+    # the only one, end to end
+    no_limit = aiohttp.ClientTimeout(total=None, connect=None, sock_connect=None, sock_read=None)
+    async with aiohttp.ClientSession(headers=headers, timeout=no_limit) as session:
         with anyio.move_on_after(timeout) as scope:
             for attempt in range(3):
                 try:
@@ -125,7 +131,8 @@ async def _check(target: Target, timeout: float) -> str | None:
             return last
     assert scope.cancelled_caught
     if last == "no answer":
-        return f"no answer to a 1-token chat completion within {timeout:g} s (hangs on POST?)"
+        return (f"no answer to a 1-token chat completion within {timeout:g} s (busy server? raise "
+                "--startup-timeout)")
     return f"still failing after {timeout:g} s: {last}"
 
 

@@ -12,9 +12,10 @@ is refreshed: its members are re-scored against the current system on a fresh mi
 Misalignment mining: a parent rollout the team failed is kept as a case of each role (buffer 3 per role, newest
 kept); a proposal for a role shows up to 5 cases sampled from its predecessors' buffers. A shared-prompt team
 (one role) gets global credit only. Only training rows are used. Credit is taken on the items where parent and
-offspring are both usable (optimizers/scoring.py, protocol 5.3); an offspring with none is not comparable. Stops: `budget` (the next batch would not fit) or
-`maximum_search_depth` (every role reached depth 9). Charged per step: parent + 2 offspring on 10 rows = 30 per
-beam member (<= 60). Draws (minibatches, injected cases) come from one `random.Random(method_rng_seed("maspo", s))`.
+offspring are both usable (optimizers/scoring.py, protocol 5.3); an offspring with none is not comparable.
+Stops: `budget` (the next batch would not fit) or `maximum_search_depth` (every role reached depth 9). Charged
+per step: parent + 2 offspring on 10 rows = 30 per beam member (<= 60). Draws (minibatches, injected cases) come
+from one `random.Random(method_rng_seed("maspo", s))`.
 """
 
 from __future__ import annotations

@@ -22,7 +22,8 @@ class PoisonScore(float):
         raise AssertionError("an infrastructure-failed record's score entered a score")
 
     __bool__ = __float__ = __int__ = __index__ = __round__ = __str__ = __format__ = _read  # type: ignore[assignment]
-    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _read  # type: ignore[assignment]
+    __add__ = __radd__ = __sub__ = __rsub__ = _read  # type: ignore[assignment]
+    __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _read  # type: ignore[assignment]
     __lt__ = __le__ = __gt__ = __ge__ = __eq__ = __ne__ = __neg__ = __abs__ = _read  # type: ignore[assignment]
     __hash__ = float.__hash__
 
