@@ -111,9 +111,9 @@ class ReflectionClient:
     # ------------------------------------------------------------------ usage
     def usage(self) -> dict[str, Any]:
         """Totals plus a per-purpose breakdown; the same for a live and a replayed run (replays are not listed)."""
-        usage = {**Usage.total(self._usage.values()).call_counts(), "model_id": self.endpoint.model_id,
-                 "component": self.component,
-                 "by_purpose": {k: v.call_counts() for k, v in sorted(self._usage.items())}}
+        usage: dict[str, Any] = {**Usage.total(self._usage.values()).call_counts(), "model_id": self.endpoint.model_id,
+                                 "component": self.component,
+                                 "by_purpose": {k: v.call_counts() for k, v in sorted(self._usage.items())}}
         if self._failures:  # only when some call failed (the usage of a clean run is unchanged)
             usage["failures"] = dict(sorted(self._failures.items()))
         return usage

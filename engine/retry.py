@@ -8,8 +8,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from tenacity import (AsyncRetrying, RetryCallState, retry_if_exception_type, retry_if_not_exception_type,
-                      stop_after_attempt)
+from tenacity import (AsyncRetrying, RetryCallState, retry_base, retry_if_exception_type,
+                      retry_if_not_exception_type, stop_after_attempt)
 
 from core.errors import InfrastructureError
 
@@ -39,7 +39,7 @@ def retrying(policy: RetryPolicy, key: str, attempts: int,
         error = state.outcome.exception() if state.outcome is not None else None
         return policy.delay(state.attempt_number, error, key)
 
-    retry = retry_if_exception_type(retry_on)
+    retry: retry_base = retry_if_exception_type(retry_on)
     if never:
         retry = retry & retry_if_not_exception_type(never)
     return AsyncRetrying(stop=stop_after_attempt(attempts), wait=wait, retry=retry, reraise=True)
