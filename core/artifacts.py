@@ -104,6 +104,18 @@ class ValidationCounts(Artifact):
     incumbent: FailureCounts | None
 
 
+class EndpointReport(Artifact):
+    """What an endpoint said about itself when the start-up check's completion was answered (job.json, the card):
+    `simulated` when it answered with the header `X-Simulated-Endpoint: true` or a body flag `"simulated": true`
+    (engine/sim says so on every response), `reported_model` the completion's `model` field (None if absent)."""
+
+    role: str  # "task endpoint" | "reflection endpoint"
+    index: int
+    model_id: str
+    simulated: bool
+    reported_model: str | None
+
+
 # ------------------------------------------------------------------------------------------------- artifacts
 class JobIdentity(Artifact):
     """job.json: the sealed identity of a job (a resumed job must rebuild exactly this)."""
@@ -131,6 +143,8 @@ class JobIdentity(Artifact):
     task_model_id: str
     reflection_model: str
     endpoint_kind: Literal["simulated", "openai-compatible"]
+    # absent in job.json files written before endpoints reported themselves (they stay resumable)
+    endpoint_reports: list[EndpointReport] | None = None
 
 
 class Optimization(Artifact):

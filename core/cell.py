@@ -34,7 +34,9 @@ CELL_KEYS = ("task", "topology", "framework", "communication", "team_size", "mod
 def parse_cell(text: str) -> Cell:
     """Parse the --cell grammar; unknown keys, values or contradictions raise CellError (one line)."""
     fields: dict[str, str] = {}
-    for part in filter(None, (p.strip() for p in text.split(","))):
+    for part in (p.strip() for p in text.split(",")):
+        if not part:  # `task=bfcl,topology=single,,,` is a typo, not a cell
+            raise CellError(f"empty --cell part in {text.strip()[:120]!r}: remove the stray comma")
         if "=" not in part:
             raise CellError(f"malformed --cell part {part!r}: expected key=value")
         key, value = (s.strip() for s in part.split("=", 1))

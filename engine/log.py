@@ -58,7 +58,7 @@ def configure(log_format: LogFormat = "console", *, quiet: bool = False, route_s
     if log_format == "json":
         processors.append(structlog.processors.TimeStamper(fmt="iso", utc=True))
     if route_stdlib:
-        _route_stdlib_logging(renderer)
+        _route_stdlib_logging(renderer, quiet)
     structlog.configure(
         processors=[*processors, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING if quiet else logging.INFO),
@@ -66,21 +66,39 @@ def configure(log_format: LogFormat = "console", *, quiet: bool = False, route_s
     _state["format"] = log_format
 
 
+# Agent frameworks log every failure they see (AutoGen: one `Error processing publish message` per failed agent
+# message, hundreds under faults; CrewAI likewise). The engine records each such failure as the attempt's error,
+# so their lines say nothing new: they reach stderr through the engine's handler (rendered like every event, JSON
+# with --log-format json), and --quiet drops them.
+FRAMEWORK_LOGGERS = ("autogen_core", "autogen_agentchat", "autogen_ext", "crewai", "langgraph", "langchain",
+                     "langchain_core", "openai.agents", "LiteLLM")
+
+
+def is_framework_record(name: str) -> bool:
+    return any(name == root or name.startswith(root + ".") for root in FRAMEWORK_LOGGERS)
+
+
 class _EngineHandler(logging.StreamHandler):  # type: ignore[type-arg]
-    """stdlib logging (aiohttp, asyncio) rendered like the engine's own events, to the current stderr."""
+    """stdlib logging (aiohttp, asyncio) rendered like the engine's own events, to the current stderr; under
+    --quiet the frameworks' records are dropped."""
+
+    quiet = False
 
     def emit(self, record: logging.LogRecord) -> None:
+        if self.quiet and is_framework_record(record.name):
+            return
         self.stream = sys.stderr
         with _lock:
             super().emit(record)
 
 
-def _route_stdlib_logging(renderer: Any) -> None:
+def _route_stdlib_logging(renderer: Any, quiet: bool = False) -> None:
     """Warnings of libraries that use stdlib logging become lines of the same format (never a stray text line)."""
     root = logging.getLogger()
     for handler in [h for h in root.handlers if isinstance(h, _EngineHandler)]:
         root.removeHandler(handler)
     handler = _EngineHandler()
+    handler.quiet = quiet
     handler.setLevel(logging.WARNING)
     handler.setFormatter(structlog.stdlib.ProcessorFormatter(
         processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],

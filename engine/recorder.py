@@ -33,7 +33,7 @@ from typing import Any, Protocol
 import anyio
 
 from core.canonical import canonical_json, sha256_hex
-from core.errors import InfrastructureError
+from core.errors import BadRequestError, InfrastructureError
 from core.models import Usage
 from core.vocabulary import EventType, NodeFailureKind, NodeStatus
 from engine.call_sites import CallSite
@@ -143,7 +143,10 @@ class Recorder:
         if self.attempts == 1:  # an agent turn: its failure fails the rollout attempt
             return await self._send_once(site, sent, request_key, started)
         response: dict[str, Any] = {}
-        async for attempt in retrying(self.retry, request_key, self.attempts, InfrastructureError):
+        # a 400 (context length exceeded, any bad request) answers the same body the same way: not sent again
+        # unchanged (protocol 5.3's same-seed retries are the rollout's, which the runner makes)
+        async for attempt in retrying(self.retry, request_key, self.attempts, InfrastructureError,
+                                      never=(BadRequestError,)):
             with attempt:
                 if attempt.retry_state.attempt_number > 1:
                     started = utc_now()

@@ -11,7 +11,10 @@ node and a `model_call` event (payload `component: "reflection"`) written to the
 the method; a call already recorded under the same logical request key (content hash of the request body) is
 replayed from the store, not re-sent; infrastructure errors are retried with the same seed (1 + MAX_INFRA_RETRIES
 attempts, engine.retry).
-Reflection calls are not rollouts: they never touch the ledger; their calls and tokens are counted per purpose.
+Reflection calls are not rollouts: they never touch the ledger; their calls and tokens are counted per purpose, and
+the calls that gave the method no text (after their retries) per kind (`failures` in the component's usage in
+optimization.json; `context_length_exceeded` for a 400 naming the context length). A 400 is never sent again
+unchanged (engine/recorder.py).
 
 The same mechanism serves the other uncharged model calls a method makes (protocol 8.3/8.4): a `ReflectionClient`
 built with `component="judge"` or `component="probe"` over the TASK endpoints (the outage-aware task pool itself),
@@ -26,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from core.errors import BadRequestError, InfrastructureError
 from core.models import Usage
 from core.protocol import MAX_INFRA_RETRIES, REFLECTION_DECODING
 from engine.call_sites import ComponentCall
@@ -59,6 +63,7 @@ class ReflectionClient:
         self.recorder = Recorder(store=store, endpoint=endpoint, execution_id=f"{component}#g{store.generation}",
                                  attempts=MAX_INFRA_RETRIES + 1, retry=retry)
         self._usage: dict[str, Usage] = {}
+        self._failures: dict[str, int] = {}  # calls that gave the method no text, by kind (this process's)
 
     @property
     def live_calls(self) -> int:
@@ -94,13 +99,29 @@ class ReflectionClient:
     async def complete(self, messages: Sequence[Mapping[str, str]], *, purpose: str, key: str,
                        temperature: float | None = None, max_tokens: int | None = None) -> str:
         body = self.body_for(messages, temperature=temperature, max_tokens=max_tokens)
-        call = await self.recorder.call(self.site(purpose=purpose, key=key), body)
+        try:
+            call = await self.recorder.call(self.site(purpose=purpose, key=key), body)
+        except InfrastructureError as exc:  # after its retries: the method gets no text; counted, then raised
+            kind = failure_kind(exc)
+            self._failures[kind] = self._failures.get(kind, 0) + 1
+            raise
         self._usage[purpose] = self._usage.get(purpose, Usage()) + call.usage
         return call.response.get("content") or ""
 
     # ------------------------------------------------------------------ usage
     def usage(self) -> dict[str, Any]:
         """Totals plus a per-purpose breakdown; the same for a live and a replayed run (replays are not listed)."""
-        return {**Usage.total(self._usage.values()).call_counts(), "model_id": self.endpoint.model_id,
-                "component": self.component,
-                "by_purpose": {k: v.call_counts() for k, v in sorted(self._usage.items())}}
+        usage: dict[str, Any] = {**Usage.total(self._usage.values()).call_counts(), "model_id": self.endpoint.model_id,
+                                 "component": self.component,
+                                 "by_purpose": {k: v.call_counts() for k, v in sorted(self._usage.items())}}
+        if self._failures:  # only when some call failed (the usage of a clean run is unchanged)
+            usage["failures"] = dict(sorted(self._failures.items()))
+        return usage
+
+
+def failure_kind(exc: InfrastructureError) -> str:
+    """A failed call's kind for the counts: its error kind, a 400 for the context length named as such."""
+    text = str(exc).lower()
+    if isinstance(exc, BadRequestError) and ("context length" in text or "context_length" in text):
+        return "context_length_exceeded"
+    return exc.kind

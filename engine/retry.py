@@ -8,7 +8,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
+from tenacity import (AsyncRetrying, RetryCallState, retry_base, retry_if_exception_type,
+                      retry_if_not_exception_type, stop_after_attempt)
 
 from core.errors import InfrastructureError
 
@@ -29,13 +30,16 @@ class RetryPolicy:
 
 
 def retrying(policy: RetryPolicy, key: str, attempts: int,
-             retry_on: type[BaseException] | tuple[type[BaseException], ...]) -> AsyncRetrying:
-    """Up to `attempts` attempts; an exception of `retry_on` is retried after `policy.delay` (keyed by `key`), any
-    other exception and the last attempt's error propagate unchanged."""
+             retry_on: type[BaseException] | tuple[type[BaseException], ...],
+             never: tuple[type[BaseException], ...] = ()) -> AsyncRetrying:
+    """Up to `attempts` attempts; an exception of `retry_on` (and not of `never`) is retried after `policy.delay`
+    (keyed by `key`), any other exception and the last attempt's error propagate unchanged."""
 
     def wait(state: RetryCallState) -> float:
         error = state.outcome.exception() if state.outcome is not None else None
         return policy.delay(state.attempt_number, error, key)
 
-    return AsyncRetrying(stop=stop_after_attempt(attempts), wait=wait, retry=retry_if_exception_type(retry_on),
-                         reraise=True)
+    retry: retry_base = retry_if_exception_type(retry_on)
+    if never:
+        retry = retry & retry_if_not_exception_type(never)
+    return AsyncRetrying(stop=stop_after_attempt(attempts), wait=wait, retry=retry, reraise=True)

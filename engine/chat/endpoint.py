@@ -3,8 +3,7 @@
 Why aiohttp (measured: 200 calls at 64 in flight against a local 100 ms endpoint, CPU per call including the
 server): openai SDK default transport 3.5 ms, SDK + aiohttp 2.1 ms, bare httpx.AsyncClient 16 ms (pool rescans),
 plain aiohttp 0.7 ms. Client CPU per call decides throughput on 2 cores, so the engine speaks the chat-completions
-protocol over aiohttp itself; the SDK's retries are off by construction and retry lives in one place (the runner).
-"""
+protocol over aiohttp itself; the SDK's retries are off by construction and retry lives in one place (the runner)."""
 from __future__ import annotations
 
 import time
@@ -17,6 +16,7 @@ from typing import Any
 import aiohttp
 import anyio
 
+from core.artifacts import EndpointReport
 from core.canonical import canonical_json
 from core.errors import EndpointConnectionError, EndpointStatusError, InfrastructureError, UsageError
 from engine.chat.auth import ApiKey
@@ -53,8 +53,8 @@ class Endpoint:
         self._session: aiohttp.ClientSession | None = None
         self._url, self._deadline = f"{self.base_url}/chat/completions", aiohttp.ClientTimeout(
             timeouts.deadline, sock_connect=timeouts.connect, sock_read=timeouts.read)
-        self.sent = 0  # requests handed to the transport (probes excluded)
-        self.answered = 0  # of which answered with HTTP 200
+        self.sent, self.answered = 0, 0  # requests handed to the transport (probes excluded); of which HTTP 200
+        self.report: EndpointReport | None = None  # what it said about itself to the start-up check
 
     def _open(self) -> aiohttp.ClientSession:
         if self._session is None:

@@ -28,6 +28,7 @@ from core.errors import (
     InfrastructureError,
     MalformedResponseError,
 )
+from engine.chat.body import BodyError, parse_json
 
 # Foreign exception classes and what they become. Order matters: subclasses first.
 TRANSPORT_ERROR_MAP: tuple[tuple[type[BaseException], type[InfrastructureError]], ...] = (
@@ -87,12 +88,12 @@ MAX_USAGE_TOKENS = 2**53  # token counts outside [0, 2^53) are implausible: reco
 
 
 def decode_body(text: str) -> Any:
-    """JSON text -> value; every way a body can fail to decode is a MalformedResponseError."""
+    """JSON text -> value; every way a body can fail to decode (engine/chat/body.py: its limits are shared with the
+    start-up check and the gateway) is a MalformedResponseError."""
     try:
-        return json.loads(text)
-    except (ValueError, RecursionError) as exc:  # JSONDecodeError, digit limit, nesting past the recursion limit
-        raise MalformedResponseError(f"response body is not valid JSON: {type(exc).__name__}: "
-                                     f"{str(exc)[:200]}") from exc
+        return parse_json(text)
+    except BodyError as exc:
+        raise MalformedResponseError(f"response body is {exc}") from exc
 
 
 def _optional_str(value: Any, what: str) -> str | None:

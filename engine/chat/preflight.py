@@ -1,10 +1,15 @@
 """Start-up check: every endpoint a job will use answers one tiny chat completion with its configured model id.
 
 GET /models proves little (a wrong model id, a proxy answering HTML, a server that hangs on POST all pass it), so
-the check POSTs one 1-token completion per endpoint, under one short deadline (`--startup-timeout`), before the
-job writes anything. A transient answer (HTTP 429/5xx, a dropped connection) is tried again while the deadline
-allows; anything else fails at once. A failure is a `UsageError` (exit 2) whose one line names the endpoint
-(credentials never shown) and the cause.
+the check POSTs one 1-token completion per endpoint, under one deadline (`--startup-timeout`, end to end: the HTTP
+session has no timeout of its own), before the job writes anything. Bodies are parsed with the chat client's
+limits (engine/chat/body.py). A transient answer (HTTP 429/5xx, a dropped connection) is tried again while the
+deadline allows; anything else fails at once. A failure is a `UsageError` (exit 2) whose one line names the
+endpoint (credentials never shown) and the cause.
+
+What each endpoint says about itself in that answer (the `X-Simulated-Endpoint` header or a `"simulated"` body
+flag, the `model` it reports) is returned as core.artifacts.EndpointReport: the job records it in job.json and the
+card, and a job an endpoint contradicts is not conformant (engine/job/evidence.py).
 
 The request carries `X-MPB-Preflight: 1`, so the simulated endpoint answers it without counting it in its request
 log or applying its fault plan; a real server ignores the header.
@@ -12,18 +17,21 @@ log or applying its fault plan; a real server ignores the header.
 
 from __future__ import annotations
 
-import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import aiohttp
 import anyio
 
+from core.artifacts import EndpointReport
 from core.errors import UsageError
 from engine.chat.auth import ApiKey, redacted_url, scrub
+from engine.chat.body import BodyError, parse_json
 
 PREFLIGHT_HEADER = "X-MPB-Preflight"
+SIMULATED_HEADER = "X-Simulated-Endpoint"  # engine/sim sends it on every response
 DEFAULT_STARTUP_TIMEOUT_S = 10.0
 _PROBE_MESSAGES = [{"role": "user", "content": "Reply with the single word OK."}]
 
@@ -53,8 +61,8 @@ def _snippet(text: str, limit: int = 120) -> str:
 
 def _error_message(body: str) -> str:
     try:
-        payload = json.loads(body)
-    except ValueError:
+        payload = parse_json(body)
+    except BodyError:
         return _snippet(body)
     if isinstance(payload, dict):
         err = payload.get("error")
@@ -64,8 +72,8 @@ def _error_message(body: str) -> str:
     return _snippet(body)
 
 
-def judge_response(status: int, content_type: str, body: str, target: Target) -> None:
-    """Raise _Transient or return a permanent cause via ValueError; return None when the completion is usable."""
+def judge_response(status: int, content_type: str, body: str, target: Target) -> dict[str, Any]:
+    """Raise _Transient or return a permanent cause via ValueError; the completion when it is usable."""
     if status in (401, 403):
         hint = f"set ${target.key_env}" if target.api_key is None else f"check ${target.key_env}"
         raise ValueError(f"authentication failed (HTTP {status}): {hint}")
@@ -80,22 +88,33 @@ def judge_response(status: int, content_type: str, body: str, target: Target) ->
     if "html" in content_type.lower() or stripped[:1] == "<":
         raise ValueError(f"answered HTML, not a JSON chat completion ({_snippet(stripped, 60)})")
     try:
-        payload = json.loads(body)
-    except ValueError:
-        raise ValueError(f"answered non-JSON ({_snippet(stripped, 60) or 'empty body'})") from None
+        payload = parse_json(body)  # the chat client's limits (engine/chat/body.py): deep nesting, huge integers
+    except BodyError as exc:
+        raise ValueError(f"answered non-JSON: {exc} ({_snippet(stripped, 60) or 'empty body'})") from None
     choices = payload.get("choices") if isinstance(payload, dict) else None
     first = choices[0] if isinstance(choices, list) and choices else None
     if not isinstance(first, dict) or not isinstance(first.get("message"), dict):
         raise ValueError("answered JSON that is not a chat completion (no choices[0].message)")
+    assert isinstance(payload, dict)
+    return payload
 
 
-async def _attempt(session: aiohttp.ClientSession, target: Target) -> None:
+def heard(target: Target, index: int, headers: Mapping[str, str], payload: dict[str, Any]) -> EndpointReport:
+    """What the endpoint said about itself in its answer (core.artifacts.EndpointReport)."""
+    model = payload.get("model")
+    simulated = headers.get(SIMULATED_HEADER, "").strip().lower() == "true" or payload.get("simulated") is True
+    return EndpointReport(role=target.role, index=index, model_id=target.model_id, simulated=simulated,
+                          reported_model=model if isinstance(model, str) else None)
+
+
+async def _attempt(session: aiohttp.ClientSession, target: Target, index: int) -> EndpointReport:
     body = {"model": target.model_id, "messages": _PROBE_MESSAGES, "max_tokens": 1, "temperature": 0.0}
     try:
         async with session.post(f"{target.base_url.rstrip('/')}/chat/completions", json=body) as resp:
             raw = await resp.read()
             text = raw.decode("utf-8", errors="replace")
-            judge_response(resp.status, resp.headers.get("Content-Type", ""), text, target)
+            payload = judge_response(resp.status, resp.headers.get("Content-Type", ""), text, target)
+            return heard(target, index, resp.headers, payload)
     except aiohttp.ClientConnectorError as exc:
         reason = getattr(exc.os_error, "strerror", None) or type(exc.os_error).__name__
         raise ValueError(f"unreachable ({_snippet(str(reason), 80).lower()})") from None
@@ -103,20 +122,24 @@ async def _attempt(session: aiohttp.ClientSession, target: Target) -> None:
         raise _Transient(f"connection dropped ({type(exc).__name__})") from None
     except aiohttp.ClientError as exc:
         raise ValueError(f"{type(exc).__name__}: {_snippet(str(exc), 80)}") from None
+    except TimeoutError:  # never the session's own (it has none): kept so a timeout can only mean "no answer"
+        raise _Transient("no answer") from None
 
 
-async def _check(target: Target, timeout: float) -> str | None:
-    """None when the endpoint works, else the cause (one line)."""
+async def _check(target: Target, index: int, timeout: float) -> str | EndpointReport:
+    """What the endpoint reported when it works, else the cause (one line)."""
     headers = {PREFLIGHT_HEADER: "1", "Content-Type": "application/json"}
     if target.api_key is not None:
         headers["Authorization"] = f"Bearer {target.api_key.reveal()}"
     last = "no answer"
-    async with aiohttp.ClientSession(headers=headers) as session:
+    # no aiohttp timeout (its default total of 300 s would cut a longer --startup-timeout): the deadline below is
+    # the only one, end to end
+    no_limit = aiohttp.ClientTimeout(total=None, connect=None, sock_connect=None, sock_read=None)
+    async with aiohttp.ClientSession(headers=headers, timeout=no_limit) as session:
         with anyio.move_on_after(timeout) as scope:
             for attempt in range(3):
                 try:
-                    await _attempt(session, target)
-                    return None
+                    return await _attempt(session, target, index)
                 except ValueError as exc:
                     return str(exc)
                 except _Transient as exc:
@@ -125,24 +148,31 @@ async def _check(target: Target, timeout: float) -> str | None:
             return last
     assert scope.cancelled_caught
     if last == "no answer":
-        return f"no answer to a 1-token chat completion within {timeout:g} s (hangs on POST?)"
+        return (f"no answer to a 1-token chat completion within {timeout:g} s (busy server? raise "
+                "--startup-timeout)")
     return f"still failing after {timeout:g} s: {last}"
 
 
-async def check_endpoints(targets: Sequence[Target], timeout: float = DEFAULT_STARTUP_TIMEOUT_S) -> None:
-    """Check every target concurrently; raise UsageError for the first failing one (in the given order)."""
+async def check_endpoints(targets: Sequence[Target],
+                          timeout: float = DEFAULT_STARTUP_TIMEOUT_S) -> list[EndpointReport]:
+    """Check every target concurrently; raise UsageError for the first failing one (in the given order). Returns
+    what each reported about itself, in the given order (`index` counts the targets of the same role)."""
     if not math.isfinite(timeout) or timeout <= 0:
         raise UsageError(f"the start-up timeout must be a finite number > 0, got {timeout}")
-    causes: list[str | None] = [None] * len(targets)
+    causes: list[str | EndpointReport] = ["not checked"] * len(targets)
+    roles = [t.role for t in targets]
 
     async def one(i: int, target: Target) -> None:
-        causes[i] = await _check(target, timeout)
+        causes[i] = await _check(target, roles[:i].count(target.role), timeout)
 
     async with anyio.create_task_group() as tg:
         for i, target in enumerate(targets):
             tg.start_soon(one, i, target)
+    reports = []
     for target, cause in zip(targets, causes):
-        if cause is not None:
+        if isinstance(cause, str):
             raise UsageError(scrub(f"{target.role} {redacted_url(target.base_url)} (model {target.model_id!r}) "
                                    f"failed the start-up check: {cause}"))
+        reports.append(cause)
+    return reports
 

@@ -15,7 +15,6 @@ a retry would be a new turn with a new seed, and the runner already retries the 
 
 from __future__ import annotations
 
-import json
 import socket
 import time
 from typing import TYPE_CHECKING
@@ -23,6 +22,7 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 from core.errors import InfrastructureError
+from engine.chat.body import BodyError, parse_json
 from engine.containment import AgentFailure
 from engine.gateway.session import RolloutSession, SessionFailed, open_session
 from engine.gateway.translate import BadRequest, completion, parse_request, stream_events
@@ -115,10 +115,10 @@ class Gateway:
         if session is None:
             return _error(404, "unknown or closed gateway route", "not_found")
         self.requests += 1
-        try:
-            parsed = parse_request(json.loads(await request.read()))
-        except (ValueError, UnicodeDecodeError) as exc:  # BadRequest and JSON errors
-            message = str(exc) if isinstance(exc, BadRequest) else f"the request body is not JSON: {exc}"
+        try:  # the chat client's limits (engine/chat/body.py): deep nesting, huge integers, bad UTF-8 -> 400
+            parsed = parse_request(parse_json(await request.read()))
+        except (BadRequest, BodyError) as exc:
+            message = str(exc) if isinstance(exc, BadRequest) else f"the request body is {exc}"
             session.fail(AgentFailure(f"{session.framework} sent a request the gateway cannot forward: {message}"))
             return _error(400, message, "invalid_request_error")
         upstream = time.perf_counter()

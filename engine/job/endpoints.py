@@ -51,10 +51,13 @@ async def open_task_pool(stack: AsyncExitStack, endpoints: Sequence[str], *, tas
         urls = [stack.enter_context(simulated_endpoint([task], data_dir, delay_s=sim_delay_s,
                                                        reflection_model=reflection_model))]
     key = api_key_from_env(api_key_env, required=False, what="--api-key-env")
-    await check_endpoints([Target(u, model_id, key, "task endpoint", api_key_env) for u in urls], startup_timeout)
+    reports = await check_endpoints([Target(u, model_id, key, "task endpoint", api_key_env) for u in urls],
+                                    startup_timeout)
     timeouts = Timeouts(read=request_timeout)
     pool = EndpointPool([Endpoint(u, model_id, capacity=concurrency, timeouts=timeouts, api_key=key)
                          for u in urls], max_outage=max_outage)
+    for endpoint, report in zip(pool.endpoints, reports):
+        endpoint.report = report
     stack.push_async_callback(pool.aclose)
     return pool, urls
 
@@ -69,8 +72,9 @@ async def open_reflection_endpoint(stack: AsyncExitStack, url: str, *, model_id:
     key = api_key_from_env(key_env, required=False, what="--reflection-api-key-env")
     if key is None and fallback_key_env is not None:
         env, key = fallback_key_env, api_key_from_env(fallback_key_env, required=False, what="--api-key-env")
-    await check_endpoints([Target(url, model_id, key, "reflection endpoint", env)], startup_timeout)
+    (report,) = await check_endpoints([Target(url, model_id, key, "reflection endpoint", env)], startup_timeout)
     endpoint = Endpoint(url, model_id, capacity=concurrency, timeouts=Timeouts(read=read_timeout), api_key=key)
+    endpoint.report = report
     pool = EndpointPool([endpoint], max_outage=max_outage)  # outage-aware like the task endpoints
     stack.push_async_callback(pool.aclose)
     return pool

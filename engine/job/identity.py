@@ -7,7 +7,7 @@ from typing import Any
 
 from core.artifacts import BundleJson, CellFields, JobIdentity
 from core.canonical import content_hash
-from core.cell import grid_tables, on_grid, protocol_tables, registry_key
+from core.cell import grid_tables, on_grid, registry_key
 from core.contracts import JOB_CONTRACT_VERSION
 from core.errors import ArtifactError, JobIdentityError, UsageError
 from core.models import PromptBundle
@@ -23,6 +23,7 @@ from core.protocol import (
 )
 from engine.job.artifacts import Sealed, read_json, write_artifact
 from engine.job.config import JobConfig
+from engine.job.evidence import without_evidence
 from engine.store.check import check_store_file, holds_no_records
 from engine.store.schema import creating_path
 from optimizers.registry import METHODS
@@ -51,11 +52,12 @@ def build_identity(cfg: JobConfig, seed_bundle: PromptBundle, split_sha256: str,
                      scorer_id=scorer_id, split_sha256=split_sha256, contract_version=JOB_CONTRACT_VERSION,
                      tool_environment=tool_environment)
     tables = claimed_tables(cfg)
-    reasons = []
-    if c.framework == "native":  # the engine's own runtime stands in for no framework: it claims no table
-        reasons.append("native_runtime" if protocol_tables(cfg.method, c) else "off_grid_cell")
-    elif not tables:
+    in_grid = on_grid(cfg.method, c, tuple(METHODS))
+    reasons = []  # off_grid_cell exactly when not in_grid (was: an identity job on a native cell had both)
+    if not in_grid:
         reasons.append("off_grid_cell")
+    elif c.framework == "native":  # the engine's own runtime stands in for no framework: it claims no table
+        reasons.append("native_runtime")
     if tool_environment is not None and tool_environment.get("conformant") is False:
         reasons.append("tool_environment_not_conformant")
     if cfg.budget != FULL_BUDGET:
@@ -71,7 +73,7 @@ def build_identity(cfg: JobConfig, seed_bundle: PromptBundle, split_sha256: str,
     return JobIdentity(
         schema="mas-promptbench-job/v1", protocol_id=PROTOCOL_ID, protocol_hash=PROTOCOL_HASH,
         cell=CellFields(**c.model_dump()), cell_id=cid, method=cfg.method, optimizer_seed=cfg.seed,
-        budget=cfg.budget, source_tables=tables, in_grid=on_grid(cfg.method, c, tuple(METHODS)),
+        budget=cfg.budget, source_tables=tables, in_grid=in_grid,
         protocol_conformant=not reasons,
         nonconformance_reasons=reasons, registry_key=registry_key(c),
         runtime_implementation_id=runtime_implementation_id(c.framework), scorer_id=scorer_id,
@@ -91,8 +93,9 @@ def check_out_dir(out: Path, job: JobIdentity) -> bool:
         if not _killed_before_start(out):
             raise JobIdentityError(f"--out {out} is not empty and holds no job.json; use a fresh directory")
         return False
-    existing = read_json(job_path)
-    body = {k: v for k, v in existing.items() if k != "sha256"} if isinstance(existing, dict) else None
+    existing = read_json(job_path)  # compared without what endpoints reported (engine/job/evidence.py)
+    body = without_evidence(existing) if isinstance(existing, dict) else None
+    identity = without_evidence(identity)
     if body != identity:
         differing = sorted(k for k in identity if not isinstance(body, dict) or body.get(k) != identity[k])
         raise JobIdentityError(f"--out {out} holds another job (differs in: {', '.join(differing) or 'format'});"

@@ -8,7 +8,7 @@ import fcntl
 import time
 from collections.abc import Iterator
 from contextlib import AsyncExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from engine.job.config import DEFAULT_REFLECTION_URL, JobConfig
 from engine.job.context import JobContext
 from engine.job.data import JobData
 from engine.job.endpoints import open_reflection_endpoint, open_task_pool, watch_pools
+from engine.job.evidence import check_resumed_evidence, reports_of, with_evidence
 from engine.job.evaluation import Evaluator, SharedEvaluations
 from engine.job.identity import build_identity, check_out_dir, claimed_tables, write_identity
 from engine.job.late_clients import LateClient, late_clients
@@ -128,11 +129,7 @@ async def run_job(cfg: JobConfig, bench: Benchmark | None = None, *, shared_pool
             pool, reflection = await _open_endpoints(stack, cfg)
         cfg.out.mkdir(parents=True, exist_ok=True)
         stack.enter_context(job_lock(cfg.out))
-        if not resuming:  # the store first, whole: a job.json never names a store that is not there
-            create_store_file(cfg.out / "card.sqlite")
-            write_identity(cfg.out, ready.identity)
-        else:
-            read_artifact(cfg.out / "job.json", JobIdentity)
+        ready = replace(ready, identity=_identity(cfg, ready.identity, resuming, pool, reflection))
         cell_id = ready.identity.cell_id
         store = await stack.enter_async_context(Store(cfg.out / "card.sqlite", run_id=cell_id))
         if shared_pool is None:
@@ -160,6 +157,22 @@ async def run_job(cfg: JobConfig, bench: Benchmark | None = None, *, shared_pool
         await store.mutate("run.status_changed", "run", cell_id, actor="engine:job",
                            new={"status": "completed"}, reason="job finished")
     return result
+
+
+def _identity(cfg: JobConfig, identity: JobIdentity, resuming: bool, pool: EndpointPool,
+              reflection: EndpointPool | None) -> JobIdentity:
+    """job.json with what the endpoints reported (engine/job/evidence.py): written on a fresh start (the store
+    first, whole: a job.json never names a store that is not there); on resume the recorded one, unless the
+    endpoints now contradict its conformance."""
+    found = with_evidence(identity, reports_of(pool, reflection), simulated_task=cfg.simulated,
+                          simulated_reflection=cfg.simulated and not cfg.reflection_endpoint)
+    if not resuming:
+        create_store_file(cfg.out / "card.sqlite")
+        write_identity(cfg.out, found)
+        return found
+    recorded = read_artifact(cfg.out / "job.json", JobIdentity).artifact
+    check_resumed_evidence(recorded, found)
+    return recorded
 
 
 async def run_phases(ctx: JobContext) -> dict[str, Any]:
@@ -202,7 +215,8 @@ async def _open_run_node(cfg: JobConfig, store: Store, identity: JobIdentity) ->
         ident = identity.to_json()
         await store.annotate("node", run_node, "mpb.job", {k: ident[k] for k in
                              ("cell", "method", "optimizer_seed", "budget", "protocol_conformant",
-                              "nonconformance_reasons", "endpoint_kind", "task_model_id")}, actor="engine:job")
+                              "nonconformance_reasons", "endpoint_kind", "task_model_id", "endpoint_reports")
+                              if k in ident}, actor="engine:job")
     else:
         await store.set_node_status(run_node, "running", actor="engine:job",
                                     reason=f"resumed (store generation {store.generation})")

@@ -8,11 +8,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from core.cell import TASKS
 from core.errors import UsageError
 from engine.cli.args import StrictParser, int_in
 from engine.sweep.cost import estimate, method_plans
 from engine.sweep.grid import SEEDS
-from engine.sweep.plan import Filters, JobSpec, check_filters, custom_jobs, jobs_for, select
+from engine.sweep.plan import Filters, JobSpec, check_data_dir, check_filters, custom_jobs, jobs_for, select
 
 
 def _names(text: str) -> tuple[str, ...]:
@@ -51,7 +52,15 @@ def data_dirs(items: list[str]) -> dict[str, str]:
         task, sep, directory = item.partition("=")
         if not sep or not task or not directory:
             raise UsageError(f"--data-dir must be TASK=DIR, got {item!r}")
-        out[task.strip()] = directory.strip()
+        task, directory = task.strip(), directory.strip()
+        if task not in TASKS:
+            raise UsageError(f"--data-dir {item}: unknown task {task!r}; known: {', '.join(TASKS)}")
+        if task in out:
+            raise UsageError(f"--data-dir given twice for {task}")
+        try:
+            out[task] = check_data_dir(directory)
+        except ValueError as exc:
+            raise UsageError(f"--data-dir {item}: {exc}") from None
     return out
 
 

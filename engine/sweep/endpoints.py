@@ -86,16 +86,19 @@ async def open_shared(stack: AsyncExitStack, spec: EndpointSpec, *, model_id: st
     rkey = api_key_from_env(DEFAULT_REFLECTION_API_KEY_ENV, required=False, what="REFLECTION_API_KEY") or key
     if spec.reflection_url is not None and reflection_model is not None:
         targets.append(Target(spec.reflection_url, reflection_model, rkey, "reflection endpoint"))
-    await check_endpoints(targets, startup_timeout)
+    reports = await check_endpoints(targets, startup_timeout)
     sink = event_sink(spec.events)
     pool = EndpointPool([Endpoint(u, model_id, capacity=spec.limit, timeouts=Timeouts(read=request_timeout),
                                   api_key=key) for u in spec.task_urls], max_outage=spec.max_outage, on_event=sink)
+    for endpoint, report in zip(pool.endpoints, reports):  # what each said about itself: each job records it
+        endpoint.report = report
     stack.push_async_callback(pool.aclose)
     reflection = None
     if spec.reflection_url is not None and reflection_model is not None:
         reflection = EndpointPool([Endpoint(spec.reflection_url, reflection_model, capacity=spec.limit,
                                             timeouts=Timeouts(read=REFLECTION_TIMEOUT_S), api_key=rkey)],
                                   max_outage=spec.max_outage, on_event=sink)
+        reflection.endpoints[0].report = reports[-1]
         stack.push_async_callback(reflection.aclose)
     if probes:
         for p in (pool, reflection):

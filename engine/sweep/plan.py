@@ -130,29 +130,78 @@ def custom_jobs(path: Path, seeds: tuple[int, ...], data_dirs: dict[str, str]) -
     "allow_any_cell": bool?, "data_dir": DIR?}, ...]}. Off-grid cells are runnable only with allow_any_cell."""
     from core.cell import grid_tables, on_grid, registry_key
 
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-        entries = doc["jobs"]
-        if not isinstance(entries, list):
-            raise TypeError("jobs is not a list")
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise UsageError(f"--grid-file {path}: not a readable grid ({type(exc).__name__}: {exc})") from None
+    entries = _grid_entries(path)
     implemented, jobs = implemented_methods(), []
     for i, e in enumerate(entries):
         try:
-            method, cell = str(e["method"]), parse_cell(str(e["cell"]))
-            entry_seeds = tuple(int(s) for s in e.get("seeds", seeds))
+            method, cell = _entry_text(e, "method"), parse_cell(_entry_text(e, "cell"))
+            entry_seeds = tuple(_seed(s) for s in e.get("seeds", seeds))
+            allow = e.get("allow_any_cell", False)
+            if not isinstance(allow, bool):
+                raise TypeError("allow_any_cell must be true or false")
+            data_dir = _data_dir(e.get("data_dir"))
         except (KeyError, TypeError, ValueError, CellError) as exc:
             raise UsageError(f"--grid-file {path}: entry {i}: {exc}") from None
-        if any(s not in SEEDS for s in entry_seeds):
-            raise UsageError(f"--grid-file {path}: entry {i}: seeds must be among 0, 1, 2")
         tables = tuple(grid_tables(method, cell, implemented))
-        allow = bool(e.get("allow_any_cell", False))
         reason = None if method in implemented else f"method {method} is not implemented"
         if reason is None and not on_grid(method, cell, implemented) and not allow:
             reason = "off-grid cell (set allow_any_cell to run it, non-conformant)"
         for seed in entry_seeds:
             jobs.append(JobSpec(method=method, cell=str(e["cell"]), seed=seed, tables=tables,
                                 registry_key=registry_key(cell), runnable=reason is None, reason=reason,
-                                allow_any_cell=allow, data_dir=e.get("data_dir") or data_dirs.get(cell.task)))
+                                allow_any_cell=allow, data_dir=data_dir or data_dirs.get(cell.task)))
     return jobs
+
+
+GRID_KEYS = ("jobs",)
+ENTRY_KEYS = ("method", "cell", "seeds", "allow_any_cell", "data_dir")
+
+
+def _grid_entries(path: Path) -> list[dict[str, Any]]:
+    """The entries of a grid file, every key known (a misspelt `seed` or `allow_any_cel` is an error, not a
+    silently ignored field)."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(doc, dict) or not isinstance(doc.get("jobs"), list):
+            raise TypeError('expected {"jobs": [...]}')
+    except (OSError, ValueError, TypeError, RecursionError) as exc:
+        raise UsageError(f"--grid-file {path}: not a readable grid ({type(exc).__name__}: {exc})") from None
+    unknown = sorted(set(doc) - set(GRID_KEYS))
+    if unknown:
+        raise UsageError(f"--grid-file {path}: unknown field {unknown[0]!r} (known: {', '.join(GRID_KEYS)})")
+    for i, e in enumerate(doc["jobs"]):
+        if not isinstance(e, dict):
+            raise UsageError(f"--grid-file {path}: entry {i}: not an object")
+        bad = sorted(set(e) - set(ENTRY_KEYS))
+        if bad:
+            raise UsageError(f"--grid-file {path}: entry {i}: unknown field {bad[0]!r} (known: "
+                             f"{', '.join(ENTRY_KEYS)})")
+    return list(doc["jobs"])
+
+
+def _entry_text(entry: dict[str, Any], key: str) -> str:
+    value = entry.get(key)
+    if not isinstance(value, str) or not value:
+        raise TypeError(f"{key} must be a non-empty string")
+    return value
+
+
+def _seed(value: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value not in SEEDS:
+        raise ValueError("seeds must be among 0, 1, 2")
+    return value
+
+
+def _data_dir(value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise TypeError("data_dir must be a directory path")
+    return check_data_dir(value)
+
+
+def check_data_dir(value: str) -> str:
+    """A data directory that exists, found before any job runs (was: only when the job loaded its data)."""
+    if not Path(value).is_dir():
+        raise ValueError(f"data_dir {value} is not a directory")
+    return value

@@ -82,6 +82,7 @@ def run_main(argv: Sequence[str]) -> int:
     """Everything that can fail on bad input (options, grid, endpoints, the start-up check of every endpoint)
     fails before the sweep directory is written."""
     args = make_parser().parse_args(list(argv))
+    check_flags(args)
     sweep_dir = Path(args.sweep_dir)
     check_out_directory(sweep_dir, "--sweep-dir")
     jobs = planned_jobs(args)
@@ -119,6 +120,21 @@ def run_main(argv: Sequence[str]) -> int:
     if not args.no_aggregate and counts["finished"]:
         aggregate(sweep_dir, args.include_nonconformant)
     return 0 if counts["failed"] == 0 and counts["degraded"] == 0 else 1
+
+
+def check_flags(args: argparse.Namespace) -> None:
+    """Contradictory flags are refused up front (one line, exit 2), never silently ignored."""
+    if args.simulated:
+        given = [flag for flag, value in (("--task-endpoint", args.task_endpoint), ("--endpoints-file",
+                 args.endpoints_file), ("--reflection-endpoint", args.reflection_endpoint),
+                 ("--model-id", args.model_id)) if value]
+        if given:
+            raise UsageError(f"--simulated starts the built-in simulated endpoint: it contradicts {given[0]} (drop "
+                             "one of them)")
+    elif args.sim_delay_ms:
+        raise UsageError("--sim-delay-ms applies to the built-in simulated endpoint only: add --simulated")
+    if args.executor != "ray" and (args.address is not None or args.ray_local_cpus is not None):
+        raise UsageError("--address and --ray-local-cpus apply to --executor ray only")
 
 
 async def check_shared(endpoints: EndpointSpec, model_id: str, reflection_model: str | None,

@@ -11,6 +11,12 @@ both parents there, fully validated. Stops: the ledger is spent (`rollout_budget
 budget-exhausted rows, or nothing remains), or 3 consecutive full validation evaluations without a new best
 (`full_eval_plateau`). The incumbent is the candidate with the best validation mean (earliest on ties).
 
+Unusable rollouts (optimizers/scoring.py, protocol 5.3) are never scores: a candidate's validation mean and its
+Pareto fronts hold its usable validation rows only (a candidate with none is not comparable and does not join the
+pool; a seed with none raises InfrastructureInvalidError); the minibatch and merge-screen comparisons sum the
+items where both sides are usable (none: the child is rejected, `not_comparable`); a minibatch with no usable
+parent row is skipped before reflection (nothing to reflect on).
+
 Determinism: all choices draw from one `random.Random(method_rng_seed("gepa", seed))` owned by this instance and
 advanced in a fixed order; the iteration number keys every request seed (runner.run_batch `iteration`) and every
 reflection call (`key`), so a resumed job replays the same rollouts and reflections and reaches the same incumbent.
@@ -22,48 +28,26 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-from core.errors import ContractError, InfrastructureError
+from core.errors import ContractError, InfrastructureError, InfrastructureInvalidError
 from core.models import PromptBundle, RolloutRecord, Row
 from core.optimizer import CurvePoint, OptimizerResult, OptimizerRunner, ReflectionModel
 from core.seeds import method_rng_seed
 from core.vocabulary import StopReason
 from optimizers.gepa.pareto import Candidate, find_merge, merge_subsample, select_parent
+from optimizers.gepa.sampler import EpochShuffledSampler
 from optimizers.reflective_dataset import last_fenced_block, mutation_prompt, reflective_examples
+from optimizers.scoring import paired_scores, score_of, usable_scores
 
 STOP_BUDGET = StopReason.ROLLOUT_BUDGET_SPENT
 STOP_PLATEAU = StopReason.FULL_EVAL_PLATEAU
-
-
-class EpochShuffledSampler:
-    """Train ids in a fresh seeded shuffle per epoch, padded to whole minibatches with the least-used ids."""
-
-    def __init__(self, ids: Sequence[str], size: int, rng: random.Random):
-        self.ids, self.size, self.rng = sorted(ids), size, rng
-        self.order: list[str] = []
-        self.pos = 0
-        self.freq = {i: 0 for i in self.ids}
-
-    def next(self) -> list[str]:
-        if self.pos + self.size > len(self.order):
-            order = list(self.ids)
-            self.rng.shuffle(order)
-            while len(order) % self.size:
-                order.append(min(self.ids, key=lambda i: (self.freq[i], i)))
-                self.freq[order[-1]] += 1
-            self.order, self.pos = order, 0
-        batch = self.order[self.pos:self.pos + self.size]
-        self.pos += self.size
-        for i in batch:
-            self.freq[i] += 1
-        return batch
 
 
 def _spent(records: Sequence[RolloutRecord]) -> bool:
     return any(r.budget_exhausted for r in records)
 
 
-def _scores(records: Sequence[RolloutRecord]) -> list[float]:
-    return [float(r.score or 0.0) for r in records]  # infrastructure_failure (unusable) scores 0, GEPA's failure
+def _scores(records: Sequence[RolloutRecord]) -> list[float | None]:
+    return [score_of(r) for r in records]  # unusable (infrastructure failure): None, never GEPA's failure score 0
 
 
 class Gepa:
@@ -150,9 +134,17 @@ class _Run:
                                  "rows_scored": sum(not r.budget_exhausted for r in records)})
             return None
         before = self.best() if self.pool else None
+        val_scores = usable_scores(records)
+        if not val_scores:
+            self.partial.append({"iteration": iteration, "origin": origin, "bundle_sha256": bundle.digest,
+                                 "rows_scored": 0, "not_comparable": "no usable validation row"})
+            if before is None:
+                raise InfrastructureInvalidError(f"gepa: every one of the {len(records)} validation rollouts of "
+                                                 "the seed bundle ended as an infrastructure failure")
+            return None
         next_role = max((self.pool[p].next_role for p in parents), default=0)
         cand = Candidate(index=len(self.pool), bundle=bundle, parents=parents, origin=origin, iteration=iteration,
-                         val_scores={r.example_id: float(r.score or 0.0) for r in records},
+                         val_scores=val_scores,
                          charged_at_discovery=self.runner.budget().charged, role=role, next_role=next_role)
         self.pool.append(cand)
         if before is None:
@@ -184,6 +176,7 @@ class _Run:
                        "skip_perfect_score": True, "rng_seed": method_rng_seed("gepa", self.m.seed)},
             "candidates": [{"index": c.index, "parents": list(c.parents), "origin": c.origin, "role": c.role,
                             "iteration": c.iteration, "validation_mean": c.mean,
+                            "validation_usable": len(c.val_scores),
                             "charged_at_discovery": c.charged_at_discovery, "bundle_sha256": c.bundle.digest,
                             "roles": dict(c.bundle.roles)} for c in self.pool],
             "incumbent_candidate": inc.index, "full_validations": self.full_evals, "merges": self.merges_done,
@@ -230,9 +223,14 @@ class _Run:
         if _spent(records):
             entry["budget_spent"] = True
             return False
-        new = sum(_scores(records))
-        old = max(sum(p1.val_scores[i] for i in ids), sum(p2.val_scores[i] for i in ids))
-        entry.update(subsample_score=new, parents_best_subsample_score=old, accepted=new >= old)
+        got = {r.example_id: s for r, s in zip(records, _scores(records)) if s is not None}
+        if not got:
+            entry.update(accepted=False, not_comparable="no usable screen row")
+            return True
+        new = sum(got.values())  # over the usable screen rows; the parents' sums over the same rows
+        old = max(sum(p1.val_scores[i] for i in got), sum(p2.val_scores[i] for i in got))
+        entry.update(subsample_score=new, parents_best_subsample_score=old, screen_usable=len(got),
+                     accepted=new >= old)
         if new < old:
             return True
         self.merges_due -= 1
@@ -258,7 +256,10 @@ class _Run:
             return False
         parent_scores = _scores(before)
         entry["parent_scores"] = parent_scores
-        if all(s >= 1.0 for s in parent_scores):
+        if all(s is None for s in parent_scores):
+            entry["skipped"] = "not_comparable"  # no usable parent row: nothing to reflect on or compare with
+            return True
+        if all(s >= 1.0 for s in parent_scores if s is not None):
             entry["skipped"] = "perfect_minibatch"
             return True
         prompt = mutation_prompt(role, parent.bundle.roles[role], reflective_examples(rows, before, role))
@@ -278,9 +279,13 @@ class _Run:
         if _spent(after):
             entry["budget_spent"] = True
             return False
-        child_scores = _scores(after)
-        entry.update(child_scores=child_scores, accepted=sum(child_scores) > sum(parent_scores))
-        if sum(child_scores) <= sum(parent_scores):
+        pairs = paired_scores(before, after)  # items where parent and child are both usable
+        child_sum, parent_sum = sum(c for _, c in pairs), sum(p for p, _ in pairs)
+        entry.update(child_scores=_scores(after), paired_usable=len(pairs), accepted=bool(pairs) and
+                     child_sum > parent_sum)
+        if not pairs:
+            entry["not_comparable"] = "no usable parent/child pair"
+        if not entry["accepted"]:
             return True
         cand = await self.full_validation(child, iteration, (parent.index,), "mutation", role)
         if cand is None:

@@ -10,7 +10,9 @@
    proxy, manager first) = pointwise judge score / 10 of the pair on the same transcripts. Judge and probe calls are
    uncharged, recorded (components `judge` / `probe`) and replayed on resume. A malformed judge reply counts 5.
 3. The exact max-product MAP assignment (optimizers/mapro/map_solver.py) is evaluated on all train rows (charged)
-   unless it was evaluated before. Incumbent = best train mean so far (earliest on ties).
+   unless it was evaluated before. Incumbent = best train mean so far (earliest on ties). A train mean is taken
+   over the pass's usable rows (optimizers/scoring.py, protocol 5.3: an infrastructure failure is no score);
+   a pass with none is not comparable (no incumbent change, one more round toward patience).
 4. Topology-aware blame: for each of the 3 worst transcripts, the judge rates each role's share of the failure
    (`Blame: N`); the most blamed role (ties: nearest the terminal role, then native order) is rewritten by the
    reflection model (T 0.7, 512 tokens) from those transcripts; the new prompt joins its pool, replacing the
@@ -28,7 +30,7 @@ from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
-from core.errors import ContractError, InfrastructureError
+from core.errors import ContractError, InfrastructureError, InfrastructureInvalidError
 from core.models import PromptBundle, RolloutRecord, Row
 from core.optimizer import CurvePoint, ModelClient, OptimizerResult, OptimizerRunner
 from core.seeds import method_rng_seed
@@ -38,6 +40,7 @@ from optimizers.mapro.potentials import Potentials, gather
 from optimizers.mapro.prompts import INIT_TOKENS, MUTATION_TEMPERATURE, MUTATION_TOKENS, rewrite_prompt
 from optimizers.mapro.roles import role_graph, worst
 from optimizers.reflective_dataset import last_fenced_block
+from optimizers.scoring import UsableMean, score_of, usable_mean
 
 STOP_BUDGET = StopReason.BUDGET
 STOP_ROUNDS = StopReason.MAX_ROUNDS
@@ -84,7 +87,7 @@ class _Run:
         self.rows = {r.id: r for r in train}
         self.pools: dict[str, list[str]] = {r: [seed_bundle.roles[r]] for r in self.graph.roles}
         self.potentials = Potentials(runner, self.graph, m.judge, m.probe, m.threads)
-        self.evaluated: dict[tuple[str, ...], float] = {}
+        self.evaluated: dict[tuple[str, ...], float | None] = {}
         self.curve: list[CurvePoint] = []
         self.events: list[dict[str, Any]] = []
         self.best: tuple[float, PromptBundle] | None = None
@@ -103,21 +106,29 @@ class _Run:
         score, bundle = self.best if self.best else (None, self.seed_bundle)
         self.curve.append(CurvePoint(self.runner.budget().charged, rnd, score, bundle.digest, reason))
 
-    async def train_pass(self, bundle: PromptBundle, rnd: int) -> float | None:
-        """Mean train score of `bundle`; None when the pass does not fit the remaining budget (nothing run)."""
+    async def train_pass(self, bundle: PromptBundle, rnd: int) -> UsableMean | None:
+        """Train mean of `bundle` over its usable rows (optimizers/scoring.py, protocol 5.3); None when the pass
+        does not fit the remaining budget (nothing run). A pass with no usable row is not comparable."""
         if self.runner.budget().remaining < len(self.train):
             return None
         records = await self.runner.run_batch(self.train, bundle, f"round-{rnd}")
         if any(r.budget_exhausted for r in records):
             return None
         self.records = records
-        mean = sum(float(r.score or 0.0) for r in records) / len(records)
+        found = usable_mean(records)
+        if found.value is None:
+            if rnd == 0:
+                raise InfrastructureInvalidError(f"mapro: every one of the {len(records)} train rollouts of the "
+                                                 "seed bundle ended as an infrastructure failure")
+            self.point(rnd, "train_pass_not_comparable")
+            return found
+        mean = found.value
         if self.best is None or mean > self.best[0]:
             self.best = (mean, bundle)
             self.point(rnd, "seed_train_pass" if rnd == 0 else "incumbent_changed")
         else:
             self.point(rnd, "train_pass")
-        return mean
+        return found
 
     async def search(self) -> OptimizerResult:
         stop, rounds = await self._loop()
@@ -138,10 +149,10 @@ class _Run:
 
     async def _loop(self) -> tuple[str, int]:
         seed_assignment = {r: 0 for r in self.graph.roles}
-        mean = await self.train_pass(self.seed_bundle, 0)
-        if mean is None:
+        seed = await self.train_pass(self.seed_bundle, 0)
+        if seed is None:
             return STOP_BUDGET, 0
-        self.evaluated[self.key(seed_assignment)] = mean
+        self.evaluated[self.key(seed_assignment)] = seed.value
         await self.init_pools()
         stale = 0
         for rnd in range(1, self.m.max_rounds + 1):
@@ -157,13 +168,13 @@ class _Run:
                 entry["repeat"] = True
                 stale += 1
             else:
-                mean = await self.train_pass(self.bundle(assignment), rnd)
-                if mean is None:
+                found = await self.train_pass(self.bundle(assignment), rnd)
+                if found is None:
                     entry["budget_spent"] = True
                     return STOP_BUDGET, rnd
-                self.evaluated[key] = mean
-                entry["train_score"] = mean
-                stale = 0 if mean > before else stale + 1
+                self.evaluated[key] = found.value
+                entry.update(train_score=found.value, train_usable=found.usable, train_rows=found.rows)
+                stale = 0 if found.value is not None and found.value > before else stale + 1
             if stale >= self.m.patience:
                 return STOP_PATIENCE, rnd
             if rnd < self.m.max_rounds:
@@ -206,7 +217,7 @@ class _Run:
 
     async def mutate(self, rnd: int, assignment: dict[str, int], node: dict[str, list[float]],
                      entry: dict[str, Any]) -> None:
-        bad = [r for r in worst(self.records, self.m.n_worst) if float(r.score or 0.0) < 1.0]
+        bad = [r for r in worst(self.records, self.m.n_worst) if (score_of(r) or 0.0) < 1.0]  # worst: usable only
         if not bad:
             entry["mutation"] = "no_failures"
             return

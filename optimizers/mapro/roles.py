@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from core.models import RolloutRecord, Row
 from optimizers.reflective_dataset import head_tail, output_text, task_text
+from optimizers.scoring import score_of
 
 MANAGER = "manager"
 _SCORE_RE = re.compile(r"(?im)^\s*score\s*[:=]\s*(10|[0-9])(?:\s*/\s*10)?\s*$")
@@ -104,5 +105,5 @@ def parse_blame(reply: str) -> int | None:
 
 def worst(records: Sequence[RolloutRecord], n: int) -> list[RolloutRecord]:
     """The n lowest-scoring usable records, earliest first among equals."""
-    usable = [(float(r.score or 0.0), i, r) for i, r in enumerate(records) if r.usable]
+    usable = [(s, i, r) for i, r in enumerate(records) if (s := score_of(r)) is not None]
     return [r for _, _, r in sorted(usable, key=lambda t: (t[0], t[1]))[:n]]

@@ -1,8 +1,10 @@
 """MASPO credit: pairwise A/B judging of paired rollouts and the joint reward (protocol 8.4).
 
 For item i, the candidate is shown as response B on even items and as A on odd ones (no fixed position); a
-malformed or failed judge reply is a loss for the candidate. Judge calls (component `judge`, uncharged, recorded,
-replayed on resume) run at most `threads` (4) at once across all offspring of a node and land in input order.
+malformed or failed judge reply is a loss for the candidate. Only items where both rollouts are usable are
+credited or judged (protocol 5.3, optimizers/scoring.py); a candidate with none is not comparable (None). Judge
+calls (component `judge`, uncharged, recorded, replayed on resume) run at most `threads` (4) at once across all
+offspring of a node and land in input order.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from optimizers.mapro.roles import RoleGraph
 from optimizers.maspo.prompts import pairwise_prompt
 from optimizers.maspo.reward import Reward, joint_reward, mean, outcome, refresh_reward, verdict
 from optimizers.reflective_dataset import task_text
+from optimizers.scoring import paired_scores
 
 
 class Credit:
@@ -48,24 +51,29 @@ class Credit:
 
     async def _verdicts(self, role: str, rows: Sequence[Row], parents: Sequence[RolloutRecord],
                         children: Sequence[RolloutRecord], key: str) -> float | None:
-        """Mean verdict on `role`'s output over the items where both rollouts have one; None if there is none."""
+        """Mean verdict on `role`'s output over the items where both rollouts are usable and have one; None if
+        there is none (an infrastructure failure's partial output is not judged: it is no observation)."""
         jobs = []
         for i, (row, p, c) in enumerate(zip(rows, parents, children)):
+            if not (p.usable and c.usable):
+                continue
             po, co = self.outputs(p).get(role), self.outputs(c).get(role)
             if po is not None and co is not None:
                 jobs.append(partial(self._judge, role, row, po, co, i, key))
         return mean(await gather(jobs, self.threads)) if jobs else None
 
     @staticmethod
-    def global_credit(parents: Sequence[RolloutRecord], children: Sequence[RolloutRecord]) -> float:
-        values = [outcome(float(c.score or 0.0) if c.usable else 0.0, float(p.score or 0.0) if p.usable else 0.0)
-                  for p, c in zip(parents, children)]
-        found = mean(values)
-        return 0.5 if found is None else found
+    def global_credit(parents: Sequence[RolloutRecord], children: Sequence[RolloutRecord]) -> float | None:
+        """Mean win/tie/loss against the parent over the items where both are usable (optimizers/scoring.py);
+        None when there is no such item: the candidate is not comparable."""
+        return mean([outcome(c, p) for p, c in paired_scores(parents, children)])
 
     async def reward(self, role: str, rows: Sequence[Row], parents: Sequence[RolloutRecord],
-                     children: Sequence[RolloutRecord], key: str) -> Reward:
+                     children: Sequence[RolloutRecord], key: str) -> Reward | None:
+        """The joint reward; None (not comparable) when no item has both rollouts usable."""
         g = self.global_credit(parents, children)
+        if g is None:
+            return None
         shared, terminal = self.graph.kind == "shared", role == self.graph.terminal
         if shared or terminal:
             return joint_reward(local=None, lookahead=None, global_=g, terminal=terminal, shared=shared)
@@ -75,8 +83,10 @@ class Credit:
         return joint_reward(local=local, lookahead=ahead, global_=g, terminal=False, shared=False)
 
     async def refresh(self, role: str, rows: Sequence[Row], reference: Sequence[RolloutRecord],
-                      member: Sequence[RolloutRecord], key: str) -> Reward:
+                      member: Sequence[RolloutRecord], key: str) -> Reward | None:
         g = self.global_credit(reference, member)
+        if g is None:
+            return None
         shared, terminal = self.graph.kind == "shared", role == self.graph.terminal
         local = None if shared or terminal else await self._verdicts(role, rows, reference, member, key)
         return refresh_reward(local=local, global_=g, terminal=terminal, shared=shared)

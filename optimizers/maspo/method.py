@@ -11,9 +11,11 @@ on its own and its successor's outputs and from the dataset metric against the p
 is refreshed: its members are re-scored against the current system on a fresh minibatch (<= 30 rollouts).
 Misalignment mining: a parent rollout the team failed is kept as a case of each role (buffer 3 per role, newest
 kept); a proposal for a role shows up to 5 cases sampled from its predecessors' buffers. A shared-prompt team
-(one role) gets global credit only. Only training rows are used. Stops: `budget` (the next batch would not fit) or
-`maximum_search_depth` (every role reached depth 9). Charged per step: parent + 2 offspring on 10 rows = 30 per
-beam member (<= 60). Draws (minibatches, injected cases) come from one `random.Random(method_rng_seed("maspo", s))`.
+(one role) gets global credit only. Only training rows are used. Credit is taken on the items where parent and
+offspring are both usable (optimizers/scoring.py, protocol 5.3); an offspring with none is not comparable.
+Stops: `budget` (the next batch would not fit) or `maximum_search_depth` (every role reached depth 9). Charged
+per step: parent + 2 offspring on 10 rows = 30 per beam member (<= 60). Draws (minibatches, injected cases) come
+from one `random.Random(method_rng_seed("maspo", s))`.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from optimizers.maspo.credit import Credit
 from optimizers.maspo.prompts import PROPOSAL_TEMPERATURE, Trace, proposal_prompt
 from optimizers.maspo.reward import Reward
 from optimizers.reflective_dataset import last_fenced_block, task_text
+from optimizers.scoring import score_of, usable_mean
 
 STOP_BUDGET = StopReason.BUDGET
 STOP_DEPTH = StopReason.MAXIMUM_SEARCH_DEPTH
@@ -213,6 +216,9 @@ class _Run:
         rewards = await gather(thunks, len(thunks)) if concurrent else []
         for i, (p, h, text) in enumerate(children):
             reward = rewards[i] if concurrent else await thunks[i]()  # sequential: keep each result as it comes
+            if reward is None:  # no item with parent and offspring both usable: never enters the beam
+                entry["offspring"].append({"parent": p, "half": h, "skipped": "not_comparable"})
+                continue
             pool.append(Member(text, reward.value, f"node{self.node}.p{p}.h{h}"))
             entry["offspring"].append({"parent": p, "half": h, **_reward_json(reward)})
             self.beams[role] = _best(pool, self.m.beam)
@@ -222,28 +228,36 @@ class _Run:
         self.point("depth_step")
 
     async def offspring(self, role: str, rows: list[Row], parent_recs: list[RolloutRecord], text: str,
-                        key: str) -> Reward:
+                        key: str) -> Reward | None:
         child_recs = await self.paired(rows, self.bundle(role, text))
         return await self.credit.reward(role, rows, parent_recs, child_recs, key)
 
     async def refresh(self, role: str) -> None:
-        """Beam refresh on a revisit: members re-scored against the current system (reference = current prompt)."""
+        """Beam refresh on a revisit: members re-scored against the current system (reference = current prompt);
+        a member with no item where it and the reference are both usable is not comparable and leaves the beam."""
         rows = self.minibatch()
         reference = await self.paired(rows, self.bundle(role, self.current[role]))
         entry: dict[str, Any] = {"node": self.node, "role": role, "refresh": []}
         self.events.append(entry)
+        kept = []
         for i, member in enumerate(self.beams[role]):
             if member.prompt == self.current[role]:
                 member.reward = 0.0
             else:
                 recs = await self.paired(rows, self.bundle(role, member.prompt))
-                member.reward = (await self.credit.refresh(role, rows, reference, recs, f"node={self.node}|m{i}")).value
+                found = await self.credit.refresh(role, rows, reference, recs, f"node={self.node}|m{i}")
+                if found is None:
+                    entry["refresh"].append(None)
+                    continue
+                member.reward = found.value
             entry["refresh"].append(member.reward)
-        self.beams[role].sort(key=lambda b: -b.reward)
+            kept.append(member)
+        self.beams[role] = sorted(kept, key=lambda b: -b.reward) or [Member(self.current[role], 0.0, "current")]
 
     def mine(self, role: str, rows: list[Row], records: list[RolloutRecord]) -> None:
         for row, rec in zip(rows, records):
-            if rec.usable and float(rec.score or 0.0) < 1.0:
+            score = score_of(rec)
+            if score is not None and score < 1.0:  # a usable rollout the team failed
                 out = self.credit.outputs(rec).get(role, "")
                 case = f"Problem: {task_text(row)[:500]}\n'{role}' said: {out[:800]}\nFeedback: {rec.feedback or ''}"
                 self.buffers[role] = (self.buffers[role] + [case])[-self.m.buffer:]
@@ -251,6 +265,8 @@ class _Run:
     def proposal(self, role: str, instruction: str, rows: list[Row], records: list[RolloutRecord]) -> str:
         traces = []
         for row, rec in zip(rows, records):
+            if not rec.usable:  # an infrastructure failure is no trace to learn from (as the reflective dataset)
+                continue
             outs = self.credit.outputs(rec)
             context = "\n".join(f"{r}: {t}" for r, t in outs.items() if r in self.graph.upstream(role))
             traces.append(Trace(task_text(row), context, outs.get(role, ""), rec.score, rec.feedback or ""))
@@ -275,7 +291,7 @@ def _best(pool: list[Member], k: int) -> list[Member]:
 
 
 def _mean_score(records: Sequence[RolloutRecord]) -> float | None:
-    return sum(float(r.score or 0.0) for r in records) / len(records) if records else None
+    return usable_mean(records).value
 
 
 def _reward_json(r: Reward) -> dict[str, Any]:

@@ -8,6 +8,8 @@
 3. Search: the seed bundle is scored on the full validation split (the default trial), then each trial asks a
    seeded TPE sampler (optimizers/mipro/tpe.py) for (instruction, demo set) per role and scores that bundle on the
    FULL validation split. Only numeric scores feed the sampler. A configuration already scored is not paid twice.
+   A trial's score is the mean over its usable validation rows (optimizers/scoring.py, protocol 5.3; `usable` and
+   `rows` beside it); a trial with none is not comparable: not told to the sampler, not cached, never the incumbent.
 Stops: `num_trials_complete`, or `rollout_budget_spent` when a batch came back with budget-exhausted rows.
 Demos are rendered into the role prompt under "MIPROv2 Selected Demonstrations" (optimizers/mipro/prompts.py).
 """
@@ -20,7 +22,7 @@ from typing import Any
 
 import anyio
 
-from core.errors import ContractError, InfrastructureError
+from core.errors import ContractError, InfrastructureError, InfrastructureInvalidError
 from core.models import PromptBundle, Row
 from core.optimizer import CurvePoint, OptimizerResult, OptimizerRunner, ReflectionModel
 from core.seeds import method_rng_seed
@@ -28,6 +30,7 @@ from core.vocabulary import StopReason
 from optimizers.mipro.prompts import TIPS, data_summary, proposal_prompt, render_role_prompt
 from optimizers.mipro.tpe import CategoricalTPE
 from optimizers.reflective_dataset import last_fenced_block, task_text
+from optimizers.scoring import usable_mean
 
 STOP_BUDGET = StopReason.ROLLOUT_BUDGET_SPENT
 STOP_TRIALS = StopReason.NUM_TRIALS_COMPLETE
@@ -184,7 +187,7 @@ class _Search:
         self.runner.validate_bundle(bundle)
         return bundle
 
-    async def evaluate(self, config: dict[str, int], trial: int) -> float:
+    async def evaluate(self, config: dict[str, int], trial: int) -> float | None:
         key = tuple(sorted(config.items()))
         bundle = self.bundle(config)
         entry: dict[str, Any] = {"trial": trial, "config": dict(sorted(config.items())),
@@ -197,9 +200,15 @@ class _Search:
         if any(r.budget_exhausted for r in records):
             entry["budget_spent"] = True
             raise _Spent()
-        score = sum(float(r.score or 0.0) for r in records) / len(records) if records else 0.0
-        self.scored[key] = score
-        entry.update(score=score, cached=False)
+        mean = usable_mean(records)  # protocol 5.3: over the usable rows only (optimizers/scoring.py)
+        entry.update(score=mean.value, usable=mean.usable, rows=mean.rows, cached=False)
+        if mean.value is None:  # not comparable: not told to the sampler, never the incumbent, tried again later
+            entry["not_comparable"] = "no usable validation row"
+            if self.best is None:
+                raise InfrastructureInvalidError(f"mipro: every one of the {len(records)} validation rollouts of "
+                                                 "the seed bundle ended as an infrastructure failure")
+            return None
+        score = self.scored[key] = mean.value
         if self.best is None or score > self.best[0]:
             self.best = (score, trial, bundle)
             self.point(trial, "incumbent_changed" if trial else "seed_full_validation")
@@ -216,14 +225,19 @@ class _Search:
             space[f"{role}.demos"] = len(self.demo_sets)
         sampler = CategoricalTPE(space, self.rng, n_startup_trials=self.m.n_startup_trials)
         default = {name: 0 for name in space}
-        sampler.tell(default, await self.evaluate(default, 0))
+        await self.tell(sampler, default, 0)
         for trial in range(1, self.m.num_trials + 1):
             config = sampler.ask()
             for _ in range(20):  # prefer a configuration not scored yet (a repeat would re-pay 50 rollouts)
                 if tuple(sorted(config.items())) not in self.scored:
                     break
                 config = sampler.ask()
-            sampler.tell(config, await self.evaluate(config, trial))
+            await self.tell(sampler, config, trial)
+
+    async def tell(self, sampler: CategoricalTPE, config: dict[str, int], trial: int) -> None:
+        score = await self.evaluate(config, trial)
+        if score is not None:  # only numeric scores of usable rows feed the sampler
+            sampler.tell(config, score)
 
     def result(self, stop: str) -> OptimizerResult:
         incumbent = self.best[2] if self.best is not None else self.seed_bundle

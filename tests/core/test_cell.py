@@ -26,6 +26,10 @@ def test_defaults_and_single_team_size():
     ("task=bfcl,topology=single,communication=structured_soft", "no communication-format"),
     ("task=bfcl,task=gpqa,topology=single", "given twice"),
     ("bfcl", "malformed"),
+    ("task=bfcl,topology=single,,,", "empty --cell part"),
+    (",task=bfcl,topology=single", "stray comma"),
+    ("task=bfcl,,topology=single", "empty --cell part"),
+    ("", "empty --cell part"),
 ])
 def test_bad_cells_are_refused_with_one_line(text, fragment):
     with pytest.raises(CellError) as err:

@@ -11,6 +11,32 @@ from core.ledger import BudgetLedger, LedgerSnapshot
 from core.models import AgentOutput, PromptBundle, RolloutRecord, RolloutStatus, Row
 
 ScoreFn = Callable[[Row, PromptBundle, "int | str"], float]
+InfraFn = Callable[[Row, PromptBundle, "int | str"], bool]
+
+
+class PoisonScore(float):
+    """The score an infrastructure-failed record carries in these tests (protocol 5.3: it has none). Reading it
+    as a number (truth value, float(), arithmetic, comparison) or rendering it as text fails the test at once."""
+
+    def _read(self, *args: Any) -> Any:
+        raise AssertionError("an infrastructure-failed record's score entered a score")
+
+    __bool__ = __float__ = __int__ = __index__ = __round__ = __str__ = __format__ = _read  # type: ignore[assignment]
+    __add__ = __radd__ = __sub__ = __rsub__ = _read  # type: ignore[assignment]
+    __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _read  # type: ignore[assignment]
+    __lt__ = __le__ = __gt__ = __ge__ = __eq__ = __ne__ = __neg__ = __abs__ = _read  # type: ignore[assignment]
+    __hash__ = float.__hash__
+
+    def __repr__(self) -> str:
+        return "PoisonScore()"
+
+
+def infra_record(row: Row, bundle: PromptBundle, i: int) -> RolloutRecord:
+    """An infrastructure failure after its retries whose score field holds a poison value (not validated)."""
+    rec = RolloutRecord(rollout_id=f"f{i}", example_id=row.id, phase="optimize",
+                        status=RolloutStatus.INFRASTRUCTURE_FAILURE, request_seed=0, bundle_sha256=bundle.digest,
+                        attempts=3, error_kind="http_status", error="HTTP 503")
+    return rec.model_copy(update={"score": PoisonScore(0.0), "feedback": "Correct."})
 
 
 def rows(prefix: str, n: int) -> list[Row]:
@@ -18,9 +44,11 @@ def rows(prefix: str, n: int) -> list[Row]:
 
 
 class FakeRunner:
-    def __init__(self, budget: int, score: ScoreFn, roles: Sequence[str] = ("solver",)):
+    def __init__(self, budget: int, score: ScoreFn, roles: Sequence[str] = ("solver",), infra: InfraFn | None = None):
         self.ledger = BudgetLedger(budget)
         self.score = score
+        self.infra = infra  # rows that end as infrastructure failures (uncharged, poison score)
+        self.infra_failures = 0
         self.roles = tuple(roles)
         self.calls: list[tuple[list[str], str, Any]] = []
 
@@ -40,6 +68,12 @@ class FakeRunner:
                                          status=RolloutStatus.SEMANTIC_FAILURE, score=0.0, request_seed=0,
                                          bundle_sha256=bundle.digest, attempts=0, budget_exhausted=True,
                                          error="rollout budget exhausted; rollout not executed"))
+                continue
+            if self.infra is not None and self.infra(row, bundle, iteration):
+                self.ledger.note_infrastructure_attempt(res, i)
+                self.ledger.commit(res, i, RolloutStatus.INFRASTRUCTURE_FAILURE)
+                self.infra_failures += 1
+                out.append(infra_record(row, bundle, i))
                 continue
             value = self.score(row, bundle, iteration)
             status = RolloutStatus.SUCCESS if value >= 1.0 else RolloutStatus.SEMANTIC_FAILURE

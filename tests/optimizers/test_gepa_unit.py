@@ -9,8 +9,8 @@ import pytest
 
 from core.models import PromptBundle, Row
 from optimizers.gepa import Gepa
-from optimizers.gepa.method import EpochShuffledSampler
 from optimizers.gepa.pareto import Candidate, dominators, find_merge, instance_fronts, merge_subsample, select_parent
+from optimizers.gepa.sampler import EpochShuffledSampler
 from optimizers.reflective_dataset import last_fenced_block
 from tests.optimizers.fakes import FakeReflection, FakeRunner, rows, seed_bundle
 

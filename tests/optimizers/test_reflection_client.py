@@ -80,3 +80,41 @@ async def test_infrastructure_failures_are_retried_with_the_same_seed_then_raise
         assert len(broken.log) == 3
     finally:
         broken.stop()
+
+
+async def test_a_context_length_400_is_sent_once_and_counted_by_kind(tmp_path):
+    """A 400 answers the same body the same way: not retried unchanged (a 503 is, above); the failures are in the
+    component's usage by kind, a clean client's usage has no `failures`."""
+    server = start_sim(FakeBench(), faults=FaultPlan(rates={"context_overflow": 1.0}))
+    endpoint = Endpoint(server.base_url, "simulated-reflection")
+    try:
+        async with Store(tmp_path / "c.sqlite", run_id="cell") as store:
+            await store.add_node(node_id="run/cell", parent_id=None, instance_key="cell", task_key="job",
+                                 status="running", worker_key=None, level=0, actor="test")
+            client = ReflectionClient(endpoint=endpoint, store=store, run_node="run/cell", cell_id="cell",
+                                      optimizer_seed=1, retry=RetryPolicy(base_delay=0.0))
+            assert "failures" not in client.usage()
+            for key in ("a", "b"):
+                with pytest.raises(InfrastructureError, match="context length"):
+                    await client.propose(PROMPT, purpose="gepa.mutation", key=key)
+            assert [e["status"] for e in server.log] == [400, 400]  # one request per call
+            assert client.usage()["failures"] == {"context_length_exceeded": 2}
+    finally:
+        await endpoint.aclose()
+        server.stop()
+
+
+def test_a_gepa_job_whose_reflection_answers_400_counts_it_in_optimization_json(tmp_path):
+    from tests.optimizers.optjob import read, run
+
+    faults = FaultPlan(schedule=[ScheduledFault("context_overflow", model="simulated-reflection")])
+    server = start_sim(FakeBench(n_train=12, n_validation=20, n_test=30), faults=faults)
+    try:
+        run(tmp_path / "job", server.base_url, method="gepa", budget=80, allow_small_budget=True)
+    finally:
+        server.stop()
+    reflection = [e for e in server.log if e["model"] == "simulated-reflection"]
+    assert reflection and all(e["status"] == 400 for e in reflection)
+    assert len({e["key"] for e in reflection}) == len(reflection)  # each sent once, never retried unchanged
+    usage = read(tmp_path / "job", "optimization.json")["usage"]["reflection"]
+    assert usage["failures"] == {"context_length_exceeded": len(reflection)}

@@ -115,3 +115,31 @@ def test_stdlib_logging_and_python_warnings_become_json_lines(capsys: pytest.Cap
     assert [(e["logger_name"], e["level"]) for e in events] == [
         ("aiohttp.server", "error"), ("py.warnings", "warning"), ("engine.test", "info")]
     assert events[0]["event"] == "handler failed: boom" and events[2]["charged"] == 10
+
+
+@pytest.mark.parametrize("quiet", [False, True])
+def test_framework_loggers_go_through_the_engine_handler_and_quiet_drops_them(capsys: pytest.CaptureFixture[str],
+                                                                            quiet: bool):
+    """AutoGen logs `Error processing publish message` (with a traceback) per failed agent message, CrewAI alike:
+    a JSON event each, or nothing at all under --quiet; the engine's own warnings stay."""
+    import logging
+
+    from engine import log as logs
+
+    logs.configure("json", quiet=quiet)
+    try:
+        for name in ("autogen_core", "crewai.agent", "openai.agents"):
+            try:
+                raise RuntimeError("upstream 503")
+            except RuntimeError:
+                logging.getLogger(name).error("Error processing publish message for solver", exc_info=True)
+        logging.getLogger("autogen_corefake").warning("not a framework logger")
+        logs.get_logger("engine.test").warning("engine warning")
+    finally:
+        logs.configure("console", route_stdlib=False)
+        logging.getLogger().handlers[:] = [h for h in logging.getLogger().handlers
+                                           if type(h).__name__ != "_EngineHandler"]
+        logging.captureWarnings(False)
+    events = [json.loads(line) for line in capsys.readouterr().err.splitlines()]
+    framework = [] if quiet else ["autogen_core", "crewai.agent", "openai.agents"]
+    assert [e["logger_name"] for e in events] == [*framework, "autogen_corefake", "engine.test"]

@@ -53,6 +53,20 @@ async def hang(request: web.Request) -> web.Response:
     return web.json_response({})
 
 
+async def deep_nesting(request: web.Request) -> web.Response:
+    return web.Response(text="[" * 50_000 + "]" * 50_000, content_type="application/json")
+
+
+async def huge_int(request: web.Request) -> web.Response:
+    return web.Response(text='{"choices": [{"message": {"content": "OK"}}], "usage": {"total_tokens": ' + "7" * 5000
+                        + "}}", content_type="application/json")
+
+
+async def slow(request: web.Request) -> web.Response:
+    await asyncio.sleep(30)  # answers long after the 0.5 s deadline (the server is stopped before then)
+    return web.json_response({"choices": [{"message": {"role": "assistant", "content": "OK"}}]})
+
+
 async def always_503(request: web.Request) -> web.Response:
     return web.json_response({"error": {"message": "model is loading"}}, status=503)
 
@@ -63,7 +77,9 @@ CASES = [
     ("html labelled json", html_as_json, ["answered HTML"]),
     ("non-json", not_json, ["answered non-JSON"]),
     ("no choices", no_choices, ["not a chat completion"]),
-    ("hang on post", hang, ["no answer", "within 1.5 s"]),
+    ("hang on post", hang, ["no answer", "within 1.5 s", "(busy server? raise --startup-timeout)"]),
+    ("deep nesting", deep_nesting, ["answered non-JSON", "nested too deeply"]),
+    ("huge integer", huge_int, ["answered non-JSON", "too many digits"]),
     ("503 for the whole deadline", always_503, ["HTTP 503", "model is loading"]),
 ]
 
@@ -154,3 +170,32 @@ async def test_simulated_endpoint_answers_the_check_without_logging_it():
         await check_endpoints([Target(sim.base_url, "simulated-policy", None)], 5.0)
         await check_endpoints([Target(sim.base_url, "simulated-reflection", None, "reflection endpoint")], 5.0)
         assert sim.log == []
+
+
+def test_an_answer_after_the_deadline_says_busy_server(tmp_path: Path):
+    out = tmp_path / "out"
+    with tiny_server(slow) as url:
+        proc = job(out, "--task-endpoint", url, "--model-id", "m", "--startup-timeout", "0.5")
+    assert_refused(proc, "no answer to a 1-token chat completion within 0.5 s (busy server? raise --startup-timeout)")
+    assert not out.exists()
+
+
+@pytest.mark.anyio
+async def test_the_deadline_is_the_startup_timeout_end_to_end(monkeypatch):
+    """aiohttp's session default (total 300 s) used to cut a longer --startup-timeout into an ExceptionGroup: with
+    that default shrunk below the server's answer time, the check still waits for the answer within its own
+    deadline."""
+    import aiohttp
+    import aiohttp.client
+
+    from engine.chat.preflight import Target, check_endpoints
+
+    monkeypatch.setattr(aiohttp.client, "DEFAULT_TIMEOUT", aiohttp.ClientTimeout(total=0.01))
+    policy = build_policy(["bfcl"])
+
+    async def answers_late(request: web.Request) -> web.Response:
+        await asyncio.sleep(0.3)
+        return web.json_response(policy.respond(await request.json()))
+
+    with tiny_server(answers_late) as url:
+        await check_endpoints([Target(url, "m", None)], 20.0)

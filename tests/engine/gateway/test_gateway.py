@@ -135,6 +135,30 @@ class RawRequests:
         return AgentOutput(text="never scored", selected_member=0)
 
 
+POISON_BODIES = {  # the chat client's limits (engine/chat/body.py): one clean 400 each, never a traceback
+    "nested too deeply": b"[" * 100_000 + b"]" * 100_000,
+    "an integer has too many digits": b'{"messages": [{"role": "user", "content": "x"}], "seed": ' + b"9" * 5000
+                                      + b"}",
+    "UnicodeDecodeError": b'{"messages": "\xff\xfe"}',
+}
+
+
+@pytest.mark.parametrize("why", sorted(POISON_BODIES))
+def test_poison_request_bodies_get_one_clean_400(tmp_path, why):
+    bench = FakeBench(n_train=40)
+    server = start_sim(bench)
+    runtime = RawRequests(POISON_BODIES[why])
+    try:
+        (record,) = anyio.run(run, server.base_url, tmp_path / "p.sqlite", runtime, specs(bench, 1))
+    finally:
+        server.stop()
+    status, answer = runtime.seen[1]
+    assert status == 400 and answer["error"]["message"].startswith("the request body is not valid JSON (")
+    assert why in answer["error"]["message"] and "\n" not in answer["error"]["message"]
+    assert record.status.value == "infrastructure_failure" and why in (record.error or "")
+    assert len(server.log) == 0
+
+
 @pytest.mark.parametrize("body", [b"{not json", json.dumps({"messages": "hello"}).encode(),
                                   json.dumps({"messages": [{"role": "user", "content": "x"}], "n": 3}).encode()])
 def test_unknown_routes_and_unforwardable_bodies_fail_the_attempt_not_the_job(tmp_path, body):

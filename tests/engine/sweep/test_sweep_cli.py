@@ -18,6 +18,14 @@ from tests.engine.sweep.sweeputil import SELECTION, sweep
     (["--simulated", "--limit", "0"], "--limit"),
     (["--simulated", "--tasks", "bfcl", "--models", "llama", "--team-sizes", "8"], "no job"),
     (["--endpoints-file", "/nonexistent/endpoints.txt", "--model-id", "m"], "endpoints-file"),
+    (["--simulated", "--task-endpoint", "http://127.0.0.1:9/v1"], "--simulated starts the built-in simulated "
+                                                                  "endpoint: it contradicts --task-endpoint"),
+    (["--simulated", "--model-id", "Qwen/Qwen3.5-9B"], "contradicts --model-id"),
+    (["--simulated", "--endpoints-file", "/nonexistent/e.txt"], "contradicts --endpoints-file"),
+    (["--task-endpoint", "http://127.0.0.1:9/v1", "--model-id", "m", "--sim-delay-ms", "5"], "add --simulated"),
+    (["--simulated", "--address", "local"], "--executor ray only"),
+    (["--simulated", "--data-dir", "bfcl=/nonexistent/bfcl"], "is not a directory"),
+    (["--simulated", "--data-dir", "nope=/tmp"], "unknown task 'nope'"),
 ])
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, args, words):
     base = [a for a in SELECTION if a not in ("--methods", "gepa,identity")] if "--methods" in args else SELECTION
@@ -60,3 +68,29 @@ def test_plan_on_the_framework_runtimes_runs_table_2_with_its_frameworks(tmp_pat
     frameworks = {j["key"].split("/")[2]: parse_cell(j["cell"]).framework for j in doc["jobs"]}
     assert frameworks == {"single": "langgraph", "independent": "langgraph", "sequential_crewai": "crewai",
                           "centralized_autogen": "autogen", "decentralized_openai_agents": "openai_agents"}
+
+
+GRID_CASES = [
+    ({"jobs": [{"method": "gepa", "cell": "task=bfcl,topology=single", "seed": [0]}]}, "unknown field 'seed'"),
+    ({"jobs": [], "job": []}, "unknown field 'job'"),
+    ({"jobs": [{"method": "gepa", "cell": "task=bfcl,topology=single,,,"}]}, "empty --cell part"),
+    ({"jobs": [{"method": "gepa", "cell": "task=bfcl,topology=single", "data_dir": "/nonexistent/d"}]},
+     "data_dir /nonexistent/d is not a directory"),
+    ({"jobs": [{"method": "gepa", "cell": "task=bfcl,topology=single", "allow_any_cell": "yes"}]},
+     "allow_any_cell must be true or false"),
+    ({"jobs": [{"method": "gepa", "cell": "task=bfcl,topology=single", "seeds": [True]}]}, "seeds must be among"),
+    ({"jobs": ["gepa"]}, "not an object"),
+    ({"jobs": [{"cell": "task=bfcl,topology=single"}]}, "method must be a non-empty string"),
+]
+
+
+@pytest.mark.parametrize("doc,words", GRID_CASES, ids=[c[1] for c in GRID_CASES])
+@pytest.mark.parametrize("command", ["run", "plan"])
+def test_bad_grid_files_are_refused_before_anything_runs(tmp_path, doc, words, command):
+    grid = tmp_path / "grid.json"
+    grid.write_text(json.dumps(doc))
+    extra = ["--sweep-dir", str(tmp_path / "sw"), "--simulated"] if command == "run" else []
+    proc = sweep(command, "--grid-file", str(grid), *extra)
+    assert proc.returncode == 2, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and words in proc.stderr, proc.stderr
+    assert not (tmp_path / "sw").exists()

@@ -28,7 +28,8 @@ def test_an_always_failing_job_is_reported_and_the_others_finish(tmp_path):
     grid.write_text(json.dumps({"jobs": [
         {"method": "identity", "cell": "task=bfcl,topology=single", "seeds": [0, 1]},
         {"method": "identity", "cell": "task=bfcl,topology=independent", "seeds": [0],
-         "data_dir": str(tmp_path / "no-such-data")}]}))
+         "data_dir": str(tmp_path / "empty-data")}]}))  # a directory without the dataset's files
+    (tmp_path / "empty-data").mkdir()
     servers = start_servers(2)
     try:
         proc = sweep("run", "--sweep-dir", str(tmp_path / "sw"), "--grid-file", str(grid), "--job-retries", "2",
@@ -42,10 +43,10 @@ def test_an_always_failing_job_is_reported_and_the_others_finish(tmp_path):
     assert rows["identity/bfcl/single/qwen/0"][:2] == ("finished", 1)
     assert rows["identity/bfcl/single/qwen/1"][:2] == ("finished", 1)
     status, attempts, error = rows["identity/bfcl/independent/qwen/0"]
-    assert status == "failed" and attempts == 3 and "no-such-data" in error
+    assert status == "failed" and attempts == 3 and "empty-data" in error
     assert "FAILED identity/bfcl/independent/qwen/0" in proc.stderr
     shown = sweep("status", "--sweep-dir", str(tmp_path / "sw"))
-    assert "failed=1" in shown.stdout and "no-such-data" in shown.stdout
+    assert "failed=1" in shown.stdout and "empty-data" in shown.stdout
 
 
 def _finished(db_path):
