@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from core.canonical import content_hash
+from core.seeds import TURN_HASH_SCHEME, member_seed_scheme
 
 PROTOCOL_ID = "mas-promptbench-v1"
 FULL_BUDGET = 600
@@ -112,8 +113,13 @@ def condition(
     tool_environment: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The method-independent runtime condition; `condition_id` = its content hash. The output-contract version
-    (1 for baseline runs, 2 for jobs) and what the tools read change the requests, so both are part of it."""
-    return {
+    (1 for baseline runs, 2 for jobs) and what the tools read change the requests, so both are part of it.
+
+    The seeds of a team's members change the requests too: a topology whose members are replicas (Independent,
+    section 2.2) records `member_seed_scheme` (core.seeds); the other topologies' members keep the turn-hash
+    scheme, which the condition leaves implicit so that their condition_ids (and their recorded, cached
+    evaluations) are the ones they were before replica seeds."""
+    cond: dict[str, Any] = {
         "schema": "mas-promptbench-condition/v1",
         "protocol_id": PROTOCOL_ID,
         "task": task,
@@ -131,6 +137,10 @@ def condition(
         "output_contract_version": contract_version,
         "tool_environment": tool_environment,
     }
+    scheme = member_seed_scheme(topology)
+    if scheme != TURN_HASH_SCHEME:
+        cond["member_seed_scheme"] = scheme
+    return cond
 
 
 def evaluation_identity(

@@ -18,6 +18,7 @@ from core.framework import GatewaySession
 from core.models import Usage
 from core.protocol import FRAMEWORK_OMITTED_PARAMS
 from core.scrub import scrub
+from core.seeds import TURN_HASH_SCHEME
 from core.topology import ChatReply
 from core.vocabulary import EventType
 from engine.call_sites import AgentTurn
@@ -36,8 +37,10 @@ ToolExecutor = Callable[[str, Any], Awaitable[str]]
 class RecordedAgentContext:
     def __init__(self, *, store: Store, pool: EndpointPool, rollout_node: str, execution_id: str,
                  rollout_seed: int, decoding: dict[str, Any], tool_executor: ToolExecutor | None,
-                 record_calls: bool = True, gateway: Gateway | None = None, secrets: tuple[str, ...] | None = None):
+                 record_calls: bool = True, gateway: Gateway | None = None, secrets: tuple[str, ...] | None = None,
+                 seed_scheme: str = TURN_HASH_SCHEME):
         self.pool = pool
+        self.seed_scheme = seed_scheme  # the topology's member seed scheme (core.seeds.member_seed_scheme)
         self.secrets = recorded_secrets() if secrets is None else secrets
         self.rollout_node = rollout_node
         self.execution_id = execution_id
@@ -90,11 +93,11 @@ class RecordedAgentContext:
         site: AgentTurn
         if framework is None:
             site = AgentTurn(rollout_node=self.rollout_node, rollout_seed=self.rollout_seed, role=role,
-                             member=member, turn=turn, reads=tuple(reads))
+                             member=member, turn=turn, reads=tuple(reads), seed_scheme=self.seed_scheme)
         else:
             site = GatewayTurn(rollout_node=self.rollout_node, rollout_seed=self.rollout_seed, role=role,
-                               member=member, turn=turn, reads=tuple(reads), framework=framework,
-                               requested=tuple(requested))
+                               member=member, turn=turn, reads=tuple(reads), seed_scheme=self.seed_scheme,
+                               framework=framework, requested=tuple(requested))
         body = self._body(messages, tools)
         for omitted in FRAMEWORK_OMITTED_PARAMS.get(framework or "", ()):
             body.pop(omitted, None)

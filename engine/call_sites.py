@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from core.canonical import content_hash, sha256_hex
-from core.seeds import call_seed, request_seed
+from core.seeds import TURN_HASH_SCHEME, request_seed, turn_seed
 from core.vocabulary import Actor
 
 
@@ -43,7 +43,9 @@ class CallSite(Protocol):
 
 @dataclass(frozen=True)
 class AgentTurn:
-    """Call number `turn` of agent `role.member` inside one rollout attempt (seed: core.seeds.call_seed)."""
+    """Call number `turn` of agent `role.member` inside one rollout attempt. Its seed: core.seeds.turn_seed under
+    the topology's member seed scheme (replica i of an Independent team: rollout seed + i on every turn, section
+    2.2; every other topology: core.seeds.call_seed of (rollout seed, role, member, turn))."""
 
     rollout_node: str
     rollout_seed: int
@@ -51,13 +53,14 @@ class AgentTurn:
     member: int
     turn: int
     reads: tuple[str, ...] = ()
+    seed_scheme: str = TURN_HASH_SCHEME
 
     @property
     def worker(self) -> str:
         return f"{self.role}.{self.member}"
 
     def seed(self, body: dict[str, Any]) -> int:
-        return call_seed(self.rollout_seed, self.role, self.member, self.turn)
+        return turn_seed(self.seed_scheme, self.rollout_seed, self.role, self.member, self.turn)
 
     def replay_key(self, body_sha256: str) -> str:
         return body_sha256

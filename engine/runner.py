@@ -25,6 +25,7 @@ from core.errors import EndpointTimeout, InfrastructureError, ScorerError
 from core.ledger import BudgetLedger, Reservation
 from core.models import PromptBundle, RolloutRecord, RolloutStatus, Row, Usage
 from core.protocol import MAX_INFRA_RETRIES
+from core.seeds import member_seed_scheme
 from core.topology import Topology
 from core.vocabulary import Actor, NodeFailureKind, NodeStatus
 from engine.agent_context import RecordedAgentContext
@@ -196,7 +197,7 @@ class Runner:
         ctx = RecordedAgentContext(store=self.store, pool=self.pool, rollout_node=node_id,
                                    execution_id=execution_id, rollout_seed=spec.seed, decoding=decoding,
                                    tool_executor=executor, record_calls=self.record_calls, gateway=self.gateway,
-                                   secrets=self._secrets)
+                                   secrets=self._secrets, seed_scheme=member_seed_scheme(self.topology.name))
         t0 = anyio.current_time()
         if self.record_calls and attempt > 1:
             await self.store.set_node_status(node_id, NodeStatus.RUNNING, actor=Actor.RUNNER,

@@ -1,11 +1,12 @@
 """Independent: n replicas of one shared role prompt, run concurrently, then a gold-free majority vote
 (protocol-v1 section 2.2).
 
-Replica i is member i, so its request seeds differ from the other replicas' (core.seeds.call_seed) while the
-messages are identical. Nobody reads anybody: the replicas' nodes have no edges between them. The output is the
-selected replica's output, with the vote summary in its metadata. Communication formats apply as a prompt
-contract only (there are no hand-offs). A replica that fails lets the others finish (topologies/members.py), so
-the attempt's retry replays their answers.
+Replica i is member i, and the members of this topology are replicas (core.seeds.REPLICA_TOPOLOGIES): replica i
+sends (rollout seed + i) mod 2^31 - 1 on every request ("Replica i sends requests with seed i (otherwise
+identical)", core.seeds.replica_seed), while the messages are identical. Nobody reads anybody: the replicas' nodes
+have no edges between them. The output is the selected replica's output, with the vote summary in its metadata.
+Communication formats apply as a prompt contract only (there are no hand-offs). A replica that fails lets the
+others finish (topologies/members.py), so the attempt's retry replays their answers.
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from core.cards.model import (BUNDLES_FILE, COLUMNS, FORMAT, FORMAT_VERSION, INL
                               REASON_CODES, REGISTRY_FILE, RELEASE_CLASSES, SEQUENCE_SCOPE, STREAMS, ReleaseScope)
 from core.cards.redact import scrub_secrets
 from core.errors import ArtifactError, UsageError
+from core.seeds import seed_derivation
 from engine.cards.bundle import Bundle, blob_path, stream_path
 from engine.job.artifacts import parse_artifact
 from engine.cards.bundles import read_bundles
@@ -142,6 +143,7 @@ def run_metadata(run_dir: Path, rows: dict[str, list[dict[str, Any]]], run_id: s
         "protocol_conformant": job.get("protocol_conformant", job_note.get("protocol_conformant")),
         "nonconformance_reasons": job.get("nonconformance_reasons", job_note.get("nonconformance_reasons")),
         "condition_id": job.get("condition_id"), "scorer_id": job.get("scorer_id"),
+        "seed_derivation": seed_derivation(job.get("condition")),
         "task_model_id": job_note.get("task_model_id"), "job_sha256": job.get("sha256"),
         "started_at": root.get("created_at"), "completed_at": root.get("updated_at") if terminal else None,
         "selection": {k: selection.get(k) for k in ("selection_id", "selected_candidate", "fallback_reason")}

@@ -11,10 +11,12 @@ from engine.call_sites import AgentTurn
 
 @dataclass(frozen=True)
 class GatewayTurn(AgentTurn):
-    """An agent turn a framework runtime made through the recording gateway (engine/gateway). Same seed and node as
-    a native turn; replayed by its logical key (rollout, role, member, turn), because a framework's request may
-    carry incidental differences, with the request's content hash kept to flag a divergence; the sampling
-    parameters the framework asked for (overridden by the protocol's decoding) are kept in the payload."""
+    """An agent turn a framework runtime made through the recording gateway (engine/gateway). Same seed and node
+    as a native turn (the seed under the topology's member seed scheme, inherited from AgentTurn: a LangGraph
+    Independent replica i sends rollout seed + i, section 2.2); replayed by its logical key (rollout, role, member,
+    turn), because a framework's request may carry incidental differences, with the request's content hash kept to
+    flag a divergence; the sampling parameters the framework asked for (overridden by the protocol's decoding) are
+    kept in the payload."""
 
     framework: str = ""
     requested: tuple[tuple[str, str], ...] = ()  # (parameter, canonical JSON of the framework's value)

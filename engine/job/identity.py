@@ -97,11 +97,28 @@ def check_out_dir(out: Path, job: JobIdentity) -> bool:
     body = without_evidence(existing) if isinstance(existing, dict) else None
     identity = without_evidence(identity)
     if body != identity:
-        differing = sorted(k for k in identity if not isinstance(body, dict) or body.get(k) != identity[k])
-        raise JobIdentityError(f"--out {out} holds another job (differs in: {', '.join(differing) or 'format'});"
-                               " use a fresh --out")
+        differing = ", ".join(_differing(body, identity)) or "format"
+        raise JobIdentityError(f"--out {out} holds another job (differs in: {differing}); use a fresh --out")
     check_store_present(out / "card.sqlite")
     return True
+
+
+def _differing(body: Any, identity: dict[str, Any]) -> list[str]:
+    """The identity fields `body` (job.json on disk) differs in; inside the condition, the condition's own keys
+    (`condition.member_seed_scheme`: a job written before replica seeds, section 2.2), so the one-line refusal
+    names the change itself."""
+    if not isinstance(body, dict):
+        return sorted(identity)
+    out = []
+    for key in sorted(set(identity) | set(body)):
+        mine, theirs = identity.get(key), body.get(key)
+        if mine == theirs:
+            continue
+        if isinstance(mine, dict) and isinstance(theirs, dict):
+            out += [f"{key}.{k}" for k in sorted(set(mine) | set(theirs)) if mine.get(k) != theirs.get(k)]
+        else:
+            out.append(key)
+    return out
 
 
 def _killed_before_start(out: Path) -> bool:

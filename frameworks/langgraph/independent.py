@@ -1,9 +1,10 @@
 """Independent on LangGraph: n replicas of the shared role, each a ReAct graph, run concurrently, then the
 gold-free majority vote (protocol-v1 section 2.2).
 
-Mirrors topologies/independent.py: replica i is member i (its own gateway route, so its own request seeds),
-nobody reads anybody, the per-replica wall-clock cap makes a late replica abstain, the output is the selected
-replica's with the vote summary in its metadata. Communication formats apply as a prompt contract only.
+Mirrors topologies/independent.py: replica i is member i (its own gateway route; it sends rollout seed + i on
+every request, core.seeds.replica_seed), nobody reads anybody, the per-replica wall-clock cap makes a late replica
+abstain, the output is the selected replica's with the vote summary in its metadata. Communication formats apply
+as a prompt contract only.
 """
 
 from __future__ import annotations

@@ -53,5 +53,5 @@ def test_a_framework_job_written_under_the_native_id_is_refused_in_one_line(tmp_
         check_out_dir(tmp_path, now)
     message = str(refused.value)
     assert "\n" not in message
-    assert "differs in: condition, condition_id, runtime_implementation_id)" in message
+    assert "differs in: condition.runtime_implementation_id, condition_id, runtime_implementation_id)" in message
     assert identity_module.read_json(tmp_path / "job.json")["runtime_implementation_id"] == native_id  # untouched

@@ -9,7 +9,8 @@
   Single's answer request; Independent's wall-clock cap on LangGraph.
 * Jobs: every topology, method `identity` and GEPA (small budget), on a slice of the real BFCL splits: the job
   completes with a closed ledger; the card's agent-turn edges are the protocol's who-reads-whom; every model call
-  carries call_seed(rollout seed, role, member, turn) and the protocol's decoding for its phase, with what the
+  carries its topology's member seed (Independent replica i: rollout seed + i, section 2.2; the others
+  call_seed(rollout seed, role, member, turn)) and the protocol's decoding for its phase, with what the
   framework asked kept apart (`framework_params`).
 * Resume: kill -9 a GEPA job (subprocess) half-way through its optimize phase, re-run it: the same artifacts as
   an uninterrupted run, and no model call recorded before the kill is sent to the endpoint again.
@@ -34,7 +35,7 @@ import pytest
 from benchmarks.registry import get_benchmark
 from core.benchmark import Benchmark
 from core.protocol import EVALUATION_DECODING, OPTIMIZATION_DECODING, REPETITION_PENALTY
-from core.seeds import call_seed
+from core.seeds import member_seed_scheme, turn_seed
 from core.topology import Topology
 from engine.sim.build import build_policy
 from engine.sim.faults import FAULT_KINDS, FaultPlan, ScheduledFault
@@ -214,15 +215,16 @@ def assert_closed_ledger(job: Path, method: str) -> dict:
     return budget
 
 
-def assert_card_calls(db: Path) -> None:
-    """Every recorded model call: the logical seed of its (rollout, role, member, turn), the phase's protocol
-    decoding whatever LangGraph sent, marked as a LangGraph call."""
-    seeds = lg_cards.rollout_seeds(db)
+def assert_card_calls(db: Path, topology: str) -> None:
+    """Every recorded model call: the logical seed of its (rollout, role, member, turn) under the topology's member
+    seed scheme, the phase's protocol decoding whatever LangGraph sent, marked as a LangGraph call."""
+    seeds, scheme = lg_cards.rollout_seeds(db), member_seed_scheme(topology)
     calls = [c for c in lg_cards.model_calls(db) if not c["node_id"].startswith("reflection/")]  # GEPA's own
     assert calls
     for c in calls:
         rollout = c["node_id"].split("#")[0]
-        assert c["seed"] == c["params"]["seed"] == call_seed(seeds[rollout], c["role"], c["member"], c["turn"])
+        want = turn_seed(scheme, seeds[rollout], c["role"], c["member"], c["turn"])
+        assert c["seed"] == c["params"]["seed"] == want
         decoding = OPTIMIZATION_DECODING if rollout.startswith("optimize/") else EVALUATION_DECODING
         params = c["params"]
         assert (params["temperature"], params["top_p"], params["max_tokens"]) == (
@@ -242,7 +244,7 @@ def test_job_identity_and_gepa_on_bfcl(bfcl_sim, tmp_path, topology):
         assert_closed_ledger(job, method)
         db = job / "card.sqlite"
         assert lg_cards.role_edges(db) == expected_role_edges("bfcl", topology)
-        assert_card_calls(db)
+        assert_card_calls(db, topology)
         phases = {c["node_id"].split("/")[0] for c in lg_cards.model_calls(db)}
         assert ("optimize" in phases) == (method != "identity")
 

@@ -1,7 +1,8 @@
 """Each multi-agent topology for real: Runner + Store + Endpoint against the labelled simulated endpoint.
 
-Checks the recorded agent-turn nodes and read edges, the vote, request seeds (core.seeds.call_seed per role,
-member and turn), determinism across runs and independence of the concurrency limit.
+Checks the recorded agent-turn nodes and read edges, the vote, request seeds (core.seeds.turn_seed under the
+topology's member seed scheme: replica i of Independent sends rollout seed + i, section 2.2; the others
+core.seeds.call_seed per role, member and turn), determinism across runs and independence of the concurrency limit.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import pytest
 from core.cell import TEAM_SIZES
 from core.models import RolloutRecord
 from core.protocol import OPTIMIZATION_DECODING
-from core.seeds import call_seed
+from core.seeds import call_seed, member_seed_scheme, turn_seed
 from engine.chat.endpoint import Endpoint, EndpointPool, Timeouts
 from engine.runner import RetryPolicy, RolloutSpec, Runner
 from engine.sim.server import SimServer
@@ -127,8 +128,13 @@ def test_recorded_nodes_edges_seeds_and_vote(server, tmp_path, topology, n):
     assert {parent for parent, _ in nodes} == {record.rollout_id}
     assert edges == want_edges
     assert record.usage.n_llm_calls == len(want_nodes)  # telemetry summed over every agent and round
+    scheme = member_seed_scheme(topology)
     for call in model_calls(db):
-        assert call["seed"] == call_seed(batch[0].seed, call["role"], call["member"], call["turn"])
+        assert call["seed"] == turn_seed(scheme, batch[0].seed, call["role"], call["member"], call["turn"])
+        if topology == "independent":  # section 2.2: replica i sends seed (rollout seed + i)
+            assert call["seed"] == batch[0].seed + call["member"]
+        else:  # every other topology keeps its derivation (its recorded calls still replay)
+            assert call["seed"] == call_seed(batch[0].seed, call["role"], call["member"], call["turn"])
     meta = record.metadata["topology"]
     assert meta["team_size"] == n and meta["communication_format"] == "freeform"
     if topology in ("independent", "decentralized"):
