@@ -107,10 +107,7 @@ def test_stdlib_logging_and_python_warnings_become_json_lines(capsys: pytest.Cap
             warnings.warn("a library warning", UserWarning, stacklevel=1)
         logs.get_logger("engine.test").info("progress: charged=10/600", charged=10)
     finally:
-        logs.configure("console", route_stdlib=False)
-        logging.getLogger().handlers[:] = [h for h in logging.getLogger().handlers
-                                           if type(h).__name__ != "_EngineHandler"]
-        logging.captureWarnings(False)
+        restore_console_logging()
     events = [json.loads(line) for line in capsys.readouterr().err.splitlines()]
     assert [(e["logger_name"], e["level"]) for e in events] == [
         ("aiohttp.server", "error"), ("py.warnings", "warning"), ("engine.test", "info")]
@@ -136,10 +133,18 @@ def test_framework_loggers_go_through_the_engine_handler_and_quiet_drops_them(ca
         logging.getLogger("autogen_corefake").warning("not a framework logger")
         logs.get_logger("engine.test").warning("engine warning")
     finally:
-        logs.configure("console", route_stdlib=False)
-        logging.getLogger().handlers[:] = [h for h in logging.getLogger().handlers
-                                           if type(h).__name__ != "_EngineHandler"]
-        logging.captureWarnings(False)
+        restore_console_logging()
     events = [json.loads(line) for line in capsys.readouterr().err.splitlines()]
     framework = [] if quiet else ["autogen_core", "crewai.agent", "openai.agents"]
     assert [e["logger_name"] for e in events] == [*framework, "autogen_corefake", "engine.test"]
+
+
+def restore_console_logging() -> None:
+    """Undo logs.configure("json"): the console renderer, no engine handler on the root logger, warnings uncaptured."""
+    import logging
+
+    from engine import log as logs
+
+    logs.configure("console", route_stdlib=False)
+    logging.getLogger().handlers[:] = [h for h in logging.getLogger().handlers if type(h).__name__ != "_EngineHandler"]
+    logging.captureWarnings(False)
