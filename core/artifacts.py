@@ -145,6 +145,9 @@ class JobIdentity(Artifact):
     endpoint_kind: Literal["simulated", "openai-compatible"]
     # absent in job.json files written before endpoints reported themselves (they stay resumable)
     endpoint_reports: list[EndpointReport] | None = None
+    # present only for a method whose implementation changed since v1 of this engine (optimizers.registry
+    # method_implementation_id): an in-progress job written before the change is refused in one line naming it
+    method_implementation_id: str | None = None
 
 
 class Optimization(Artifact):

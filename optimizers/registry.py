@@ -30,6 +30,14 @@ def task_model_components(name: str) -> tuple[str, ...]:
     return tuple(getattr(METHODS.get(name), "task_model_components", ()))
 
 
+def method_implementation_id(name: str) -> str | None:
+    """`<method>:native:v<N>` for a method that declares `implementation_version` N > 1 (its behaviour changed:
+    MAPRO's demos, MASPO's MATH templates), recorded in job.json so that a job started by the earlier
+    implementation is not resumed by this one; None (absent from job.json, identity unchanged) otherwise."""
+    version = int(getattr(METHODS.get(name), "implementation_version", 1))
+    return f"{name}:native:v{version}" if version > 1 else None
+
+
 def get_optimizer(name: str, *, seed: int = 0, reflection: ReflectionModel | None = None,
                   **kwargs: Any) -> Optimizer:
     try:

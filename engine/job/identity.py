@@ -26,7 +26,7 @@ from engine.job.config import JobConfig
 from engine.job.evidence import without_evidence
 from engine.store.check import check_store_file, holds_no_records
 from engine.store.schema import creating_path
-from optimizers.registry import METHODS
+from optimizers.registry import METHODS, method_implementation_id
 
 
 def claimed_tables(cfg: JobConfig) -> list[int]:
@@ -70,8 +70,10 @@ def build_identity(cfg: JobConfig, seed_bundle: PromptBundle, split_sha256: str,
         reasons.append("simulated_endpoint")
     elif cfg.task_model_id != TASK_MODELS[c.task_model]:
         reasons.append("task_model_id_not_canonical")
+    implementation = method_implementation_id(cfg.method)
+    versioned = {} if implementation is None else {"method_implementation_id": implementation}
     return JobIdentity(
-        schema="mas-promptbench-job/v1", protocol_id=PROTOCOL_ID, protocol_hash=PROTOCOL_HASH,
+        **versioned, schema="mas-promptbench-job/v1", protocol_id=PROTOCOL_ID, protocol_hash=PROTOCOL_HASH,
         cell=CellFields(**c.model_dump()), cell_id=cid, method=cfg.method, optimizer_seed=cfg.seed,
         budget=cfg.budget, source_tables=tables, in_grid=in_grid,
         protocol_conformant=not reasons,
