@@ -71,7 +71,7 @@ def build_identity(cfg: JobConfig, seed_bundle: PromptBundle, split_sha256: str,
     elif cfg.task_model_id != TASK_MODELS[c.task_model]:
         reasons.append("task_model_id_not_canonical")
     implementation = method_implementation_id(cfg.method)
-    versioned = {} if implementation is None else {"method_implementation_id": implementation}
+    versioned: dict[str, Any] = {} if implementation is None else {"method_implementation_id": implementation}
     return JobIdentity(
         **versioned, schema="mas-promptbench-job/v1", protocol_id=PROTOCOL_ID, protocol_hash=PROTOCOL_HASH,
         cell=CellFields(**c.model_dump()), cell_id=cid, method=cfg.method, optimizer_seed=cfg.seed,
