@@ -4,16 +4,23 @@ bad output of the blamed role) in the rewrite prompts; infrastructure-failed rec
 
 from __future__ import annotations
 
+import json
 import random
 import re
+import sqlite3
+from pathlib import Path
 
 import pytest
+
+from core.blobs import resolve
 
 from core.models import AgentOutput, PromptBundle, RolloutRecord, RolloutStatus
 from optimizers.mapro import Mapro
 from optimizers.mapro.demos import (DEMO_CHARS, DEMO_HEADING, DemoBook, examples_of, pick, preference_pair,
                                     render_role_prompt)
+from tests.conftest import start_sim
 from tests.optimizers.fakes import FakeRunner, infra_record, rows, seed_bundle
+from tests.optimizers.optjob import bench, read, run
 from tests.optimizers.test_mapro_unit import ScriptedModel
 
 ROLES = ("planner", "solver")
@@ -170,3 +177,51 @@ async def test_evaluated_and_deployed_bundles_carry_demos_and_mutations_see_a_pa
 
 def test_the_demo_behaviour_is_a_new_implementation_version():
     assert Mapro.implementation_version == 2
+
+
+def wire_calls(db: Path) -> list[dict]:
+    """Every recorded model call of a job's card (blob references resolved): what was sent on the wire."""
+    conn = sqlite3.connect(str(db))
+    try:
+        def blob(digest: str) -> bytes:
+            return bytes(conn.execute("SELECT content FROM blobs WHERE sha256=?", (digest,)).fetchone()[0])
+
+        return [resolve(json.loads(p), blob) for (p,) in
+                conn.execute("SELECT payload FROM events WHERE event_type='model_call' ORDER BY rowid")]
+    finally:
+        conn.close()
+
+
+def test_job_sends_the_demos_and_preference_pairs_on_the_wire(tmp_path):
+    """A mapro job on the simulated endpoint: the agents' system prompts of train passes after the seed pass carry
+    the demo pools (recorded in optimizer_result.json), the reflection requests carry the preference pairs, and
+    nothing beyond one train pass per evaluated assignment is charged."""
+    server = start_sim(bench())
+    try:
+        run(tmp_path / "job", server.base_url, method="mapro", allow_any_cell=True)  # mapro's grid is team cells
+    finally:
+        server.stop()
+    out = tmp_path / "job"
+    opt = read(out, "optimization.json")
+    assert opt["status"] == "completed"
+    art = read(out, "optimization/optimizer_result.json")["artifacts"]
+    n_train = len(opt["training_ids"])
+    assert opt["budget"]["charged"] == n_train * art["evaluated_assignments"]  # demos cost no rollout
+    pools = art["demo_pools"]
+    assert pools and pools[0]["round"] == 0
+    demo_ids = {d["example_id"] for p in pools for d in p["pools"]["solver"]}
+    assert demo_ids and demo_ids <= set(opt["training_ids"])
+    calls = wire_calls(out / "card.sqlite")
+    systems = [m["content"] for c in calls if c.get("component") is None
+               for m in c["request"]["messages"] if m["role"] == "system"]
+    with_demos = [s for s in systems if DEMO_HEADING in s]
+    assert with_demos, "no agent request carried the demo pool"
+    reflection = [c["request"]["messages"][-1]["content"] for c in calls if c.get("component") == "reflection"]
+    assert any("<preferred_output>" in t and "<rejected_output>" in t for t in reflection)
+    judged = [c["request"]["messages"][-1]["content"] for c in calls if c.get("component") == "judge"]
+    assert judged and not any(DEMO_HEADING in t for t in judged)
+    selection = read(out, "selection.json")
+    assert selection["selected_candidate"] == "incumbent" and selection["fallback_reason"] is None
+    deployed = selection["deployed_bundle"]
+    assert DEMO_HEADING in deployed["roles"]["solver"] and deployed["metadata"]["mapro_demo_ids"]["solver"]
+    assert any(deployed["roles"]["solver"] in s for s in systems)  # the deployed prompt, demos included, was sent
