@@ -19,7 +19,7 @@ The rule per method (docstrings of each method say where it applies):
   mipro  a trial's score = mean over its usable validation rows; a trial with none is not told to the sampler and
          cannot become the incumbent; bootstrapped demos come from `success` records only
   mapro  a train pass's mean over its usable rows; a pass with none is not comparable (no incumbent change, counts
-         toward patience); transcripts, blame and rewrites use usable records only
+         toward patience); transcripts, blame, rewrites and demos use usable records only
   maspo  global credit (win/tie/loss against the parent) over paired usable items; local / lookahead judging only
          on those items; an offspring with no usable pair is not comparable and never enters the beam
 A seed bundle that is itself not comparable (every rollout of its first evaluation an infrastructure failure)

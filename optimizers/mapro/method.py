@@ -17,15 +17,29 @@
    (`Blame: N`); the most blamed role (ties: nearest the terminal role, then native order) is rewritten by the
    reflection model (T 0.7, 512 tokens) from those transcripts; the new prompt joins its pool, replacing the
    lowest-potential non-seed, unassigned member when the pool holds K.
+5. Demos on (optimizers/mapro/demos.py has the full rule and why): no extra rollout. Demo pools: per role up to 3
+   of its own outputs in usable `success` (score 1) train rollouts of the incumbent's pass (rebuilt when the
+   incumbent changes), rendered into the role prompt under "MAPRO Selected Demonstrations" after the instruction;
+   every bundle built for a new assignment carries the pools current when it is built, so the evaluated bundle is
+   the deployed one. Pools (MAP's variables, judged and probed) hold instructions only; an assignment is keyed by
+   its instructions, so a change of demo pool alone buys no train pass (the plan and charging are unchanged).
+   Preference pairs: every rewrite (init and mutation) of role r shows r's output on a run that succeeded next to
+   its output on a shown run that failed, when both exist. Artifacts: `demo_pools` (each rebuild: round, example
+   ids per role), `init_preference_pairs`, and per round `preference_pair`; bundle metadata `mapro_demo_ids`.
+   Demo rows are train rows that are scored again in later train passes (as MIPRO's bootstrapped demos); the
+   deployment decision is on validation rows, which never become demos.
 Stops: `max_rounds` (8), `patience` (3 rounds without a train gain > 0), `budget` (the next train pass would not
 fit: a pass is never cut short; section 6 lists `budget` for HiveMind, MAPRO and MASPO, `rollout_budget_spent` for
 GEPA, MIPRO and MASPOB). Charged: one train pass for the seed + one per new MAP assignment.
-Determinism: one `random.Random(method_rng_seed("mapro", seed))` (no draws are needed so far: every choice is a
-pure function of recorded results); rollout seeds are keyed by round; judge/probe/reflection keys by content.
+Determinism: one `random.Random(method_rng_seed("mapro", seed))`, drawn only to pick 3 demos of a role when it has
+more candidates (in role order, at each rebuild); every other choice is a pure function of recorded results;
+rollout seeds are keyed by round; judge/probe/reflection keys by content. `implementation_version` 2 = demos on
+(an in-progress version-1 job must not resume under it).
 """
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 from functools import partial
 from typing import Any
@@ -35,6 +49,7 @@ from core.models import PromptBundle, RolloutRecord, Row
 from core.optimizer import CurvePoint, ModelClient, OptimizerResult, OptimizerRunner
 from core.seeds import method_rng_seed
 from core.vocabulary import StopReason
+from optimizers.mapro.demos import DEMOS_PER_ROLE, DemoBook
 from optimizers.mapro.map_solver import map_assignment
 from optimizers.mapro.potentials import Potentials, gather
 from optimizers.mapro.prompts import INIT_TOKENS, MUTATION_TEMPERATURE, MUTATION_TOKENS, rewrite_prompt
@@ -52,6 +67,7 @@ class Mapro:
     smallest_useful_budget = 300  # protocol 8.9: 2 x train (150); smallest_budget() uses the actual train size
     uses_reflection = True
     task_model_components = ("judge", "probe")
+    implementation_version = 2  # 2: "demos on" (demo pools in role prompts, preference pairs in rewrites)
 
     def __init__(self, seed: int = 0, reflection: ModelClient | None = None, judge: ModelClient | None = None,
                  probe: ModelClient | None = None, *, pool_size: int = 5, max_rounds: int = 8, patience: int = 3,
@@ -92,13 +108,19 @@ class _Run:
         self.events: list[dict[str, Any]] = []
         self.best: tuple[float, PromptBundle] | None = None
         self.records: list[RolloutRecord] = []
+        self.records_round = 0  # the train pass self.records come from
+        self.demos = DemoBook(self.graph.roles, self.graph.terminal, random.Random(m.rng_seed))
+        self.init_pairs: dict[str, list[dict[str, Any] | None]] = {}
 
     def bundle(self, assignment: dict[str, int]) -> PromptBundle:
-        roles = {r: self.pools[r][assignment[r]] for r in self.seed_bundle.roles}
+        """The assignment's instructions, each followed by its role's current demo pool (rendered into the role
+        prompt: that is what the runtimes send). The seed instructions without any demo are the seed bundle."""
+        roles = {r: self.demos.render(r, self.pools[r][assignment[r]]) for r in self.seed_bundle.roles}
         if roles == dict(self.seed_bundle.roles):
             return self.seed_bundle
         bundle = PromptBundle(roles=roles, demos=self.seed_bundle.demos,
-                              metadata={**self.seed_bundle.metadata, "optimizer": "mapro"})
+                              metadata={**self.seed_bundle.metadata, "optimizer": "mapro",
+                                        "mapro_demo_ids": self.demos.ids()})
         self.runner.validate_bundle(bundle)
         return bundle
 
@@ -114,7 +136,8 @@ class _Run:
         records = await self.runner.run_batch(self.train, bundle, f"round-{rnd}")
         if any(r.budget_exhausted for r in records):
             return None
-        self.records = records
+        self.records, self.records_round = records, rnd
+        self.demos.add_pass(rnd, self.rows, records, self.potentials.outputs)
         found = usable_mean(records)
         if found.value is None:
             if rnd == 0:
@@ -125,6 +148,7 @@ class _Run:
         mean = found.value
         if self.best is None or mean > self.best[0]:
             self.best = (mean, bundle)
+            self.demos.rebuild(rnd)  # demo pools follow the incumbent's pass
             self.point(rnd, "seed_train_pass" if rnd == 0 else "incumbent_changed")
         else:
             self.point(rnd, "train_pass")
@@ -138,10 +162,12 @@ class _Run:
             "layout": "journal", "implementation_kind": "native", "stop_reason": stop,
             "policy": {"pool_size": self.m.pool_size, "max_rounds": self.m.max_rounds, "patience": self.m.patience,
                        "transcripts": self.m.n_transcripts, "worst": self.m.n_worst, "graph": self.graph.kind,
-                       "edges": [list(e) for e in self.graph.edges], "rng_seed": self.m.rng_seed},
+                       "edges": [list(e) for e in self.graph.edges], "rng_seed": self.m.rng_seed,
+                       "demos_per_role": DEMOS_PER_ROLE},
             "native_iterations": rounds, "events": self.events, "incumbent_train_score": score,
             "incumbent_bundle": incumbent.to_json(),
             "pools": {r: list(p) for r, p in self.pools.items()},
+            "demo_pools": self.demos.log, "init_preference_pairs": self.init_pairs,
             "evaluated_assignments": len(self.evaluated),
         }
         return OptimizerResult(incumbent=incumbent, stop_reason=stop, curve=tuple(self.curve), artifacts=artifacts,
@@ -189,10 +215,11 @@ class _Run:
         return [(self.rows[r.example_id], r) for r in usable]
 
     async def rewrite(self, role: str, instruction: str, shown: list[RolloutRecord], *, purpose: str, key: str,
-                      blamed: bool) -> str | None:
+                      blamed: bool, preference: str | None = None) -> str | None:
         texts = [self.potentials.transcript(self.rows[r.example_id], r) for r in shown]
         limit = MUTATION_TOKENS if blamed else INIT_TOKENS
-        prompt = rewrite_prompt(role, self.graph.describe(role), instruction, texts, limit=limit, blamed=blamed)
+        prompt = rewrite_prompt(role, self.graph.describe(role), instruction, texts, limit=limit, blamed=blamed,
+                                preference=preference)
         try:
             reply = await self.reflection.complete([{"role": "user", "content": prompt}], purpose=purpose, key=key,
                                                    temperature=MUTATION_TEMPERATURE if blamed else None,
@@ -208,9 +235,13 @@ class _Run:
             return
         variants = ([[bad[i % len(bad)]] for i in range(self.m.pool_size - 2)] + [bad])[: self.m.pool_size - 1]
         jobs = [(role, v, shown) for role in self.graph.roles for v, shown in enumerate(variants, 1)]
+        pairs = [self.demos.pair(role, 0, shown) for role, _, shown in jobs]
+        for (role, _, _), pair in zip(jobs, pairs):
+            self.init_pairs.setdefault(role, []).append(None if pair is None else pair.as_json())
         texts = await gather([partial(self.rewrite, role, self.pools[role][0], shown, purpose="mapro.init",
-                                      key=f"init|role={role}|variant={v}", blamed=False) for role, v, shown in jobs],
-                             self.m.threads)
+                                      key=f"init|role={role}|variant={v}", blamed=False,
+                                      preference=None if pair is None else pair.render())
+                              for (role, v, shown), pair in zip(jobs, pairs)], self.m.threads)
         for (role, _, _), text in zip(jobs, texts):  # appended in a fixed order, whatever the completion order
             if text is not None and text not in self.pools[role]:
                 self.pools[role].append(text)
@@ -225,9 +256,10 @@ class _Run:
         blame = await self.potentials.blame(current, [(self.rows[r.example_id], r) for r in bad])
         role = min(self.graph.roles, key=lambda r: (-blame[r], self.graph.distance_to_terminal(r),
                                                      self.graph.roles.index(r)))
-        entry.update(blame=blame, blamed_role=role)
+        pair = self.demos.pair(role, self.records_round, bad)
+        entry.update(blame=blame, blamed_role=role, preference_pair=None if pair is None else pair.as_json())
         text = await self.rewrite(role, current[role], bad, purpose="mapro.mutation", key=f"round={rnd}|role={role}",
-                                  blamed=True)
+                                  blamed=True, preference=None if pair is None else pair.render())
         pool = self.pools[role]
         if text is None or text in pool:
             entry["mutation"] = "no_new_prompt"

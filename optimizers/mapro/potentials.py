@@ -55,10 +55,13 @@ class Potentials:
         self.failed_calls = 0
         self._memo: dict[tuple[Any, ...], tuple[dict[str, list[float]], dict[tuple[str, str], list[list[float]]]]] = {}
 
-    def transcript(self, row: Row, record: RolloutRecord) -> str:
+    def outputs(self, record: RolloutRecord) -> dict[str, str]:
+        """The last recorded reply per role (SessionRunner.role_outputs); {} for a runner without them."""
         outputs_of = getattr(self.runner, "role_outputs", None)
-        outputs = outputs_of(record) if callable(outputs_of) else {}
-        return render_transcript(row, record, outputs)
+        return dict(outputs_of(record)) if callable(outputs_of) else {}
+
+    def transcript(self, row: Row, record: RolloutRecord) -> str:
+        return render_transcript(row, record, self.outputs(record))
 
     async def _ask(self, client: ModelClient, messages: list[dict[str, str]], purpose: str, key: str) -> str:
         try:

@@ -1,7 +1,10 @@
 """MAPRO's model-facing prompts (protocol 8.3). Judge prompts carry a `<judge_task>` tag naming their kind
 (node / edge / blame): the pointwise judge answers one line `Score: N` (N in 1..10), the blame judge `Blame: N`
 (0..10). Rewrites put the current instruction between <current_instruction> tags and return the new one in a
-``` fenced block (the GEPA convention, optimizers/reflective_dataset.py)."""
+``` fenced block (the GEPA convention, optimizers/reflective_dataset.py). "Demos on" (protocol 8.3;
+optimizers/mapro/demos.py): a rewrite may also show the role's preference pair, its output on a successful run
+between <preferred_output> tags and on a failed one between <rejected_output> tags, after the runs; the output caps
+(init 1,024 tokens, mutation 512) are unchanged. Judge and probe prompts see pool instructions only, never demos."""
 
 from __future__ import annotations
 
@@ -13,12 +16,14 @@ MUTATION_TEMPERATURE = 0.7
 
 
 def rewrite_prompt(role: str, position: str, instruction: str, transcripts: Sequence[str], *, limit: int,
-                   blamed: bool = False) -> str:
+                   blamed: bool = False, preference: str | None = None) -> str:
+    """`preference`: the rendered preference pair of the role (optimizers/mapro/demos.py), shown after the runs."""
     why = ("A judge blamed this role for the failures shown below." if blamed
            else "Write an alternative instruction for this role, grounded on the team runs shown below.")
     shown = "\n\n".join(f"# Run {i}\n{t}" for i, t in enumerate(transcripts, 1))
+    pair = f"{preference}\n\n" if preference else ""
     return (f"You are improving one role of a multi-agent team. {position}\n"
-            f"<current_instruction>\n{instruction}\n</current_instruction>\n\n{why}\n\n{shown}\n\n"
+            f"<current_instruction>\n{instruction}\n</current_instruction>\n\n{why}\n\n{shown}\n\n{pair}"
             f"Write a new instruction for '{role}' (at most {limit} tokens) that keeps its job within the team and "
             "fixes what went wrong. Provide the new instruction within ``` blocks.")
 
