@@ -3,10 +3,10 @@
 MAPRO (protocol 8.3) and MASPO (8.4) ask the TASK model to judge; on the simulated endpoint those requests are
 answered here, deterministically, from the request text and the gold answer, so that tests can predict what MAP
 picks and what the beam keeps. A request is a judge request when its messages contain `<judge_task>KIND</judge_task>`
-(the tag the methods' judge prompts carry; optimizers/mapro/prompts.py, optimizers/maspo/prompts.py). With M the
-failure modes of the loaded benchmarks, "needed" = the modes whose `feedback_pattern` matches the transcript's
-feedback (the text after the last "## Feedback" heading, written by the scorer against the gold answer), and
-"carries m" = the prompt contains m.remedy (case-insensitive), the reply is:
+(the tag the methods' judge prompts carry; optimizers/mapro/prompts.py, optimizers/maspo/prompts.py and
+optimizers/maspo/templates.py). With M the failure modes of the loaded benchmarks, "needed" = the modes whose
+`feedback_pattern` matches the transcript's feedback (the text after the last "## Feedback" heading, written by
+the scorer against the gold answer), and "carries m" = the prompt contains m.remedy (case-insensitive), the reply is:
 
 * node  (`<candidate_prompt>`):   `Score: min(10, 4 + 3 * #needed carried + #other modes carried)`
 * edge  (`<sender_prompt>`, `<receiver_prompt>`): `Score: min(10, 4 + 2 * #modes carried by both prompts)`

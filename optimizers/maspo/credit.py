@@ -19,15 +19,17 @@ from core.models import RolloutRecord, Row
 from core.optimizer import ModelClient, OptimizerRunner
 from optimizers.mapro.potentials import gather
 from optimizers.mapro.roles import RoleGraph
-from optimizers.maspo.prompts import pairwise_prompt
 from optimizers.maspo.reward import Reward, joint_reward, mean, outcome, refresh_reward, verdict
+from optimizers.maspo.templates import GENERIC, Judging, Templates, role_place
 from optimizers.reflective_dataset import task_text
 from optimizers.scoring import paired_scores
 
 
 class Credit:
-    def __init__(self, runner: OptimizerRunner, graph: RoleGraph, judge: ModelClient, threads: int):
+    def __init__(self, runner: OptimizerRunner, graph: RoleGraph, judge: ModelClient, threads: int,
+                 templates: Templates = GENERIC):
         self.runner, self.graph, self.judge, self.threads = runner, graph, judge, threads
+        self.templates = templates  # the task's judge template (optimizers/maspo/templates.py)
         self._outputs: dict[str, dict[str, str]] = {}
         self._in_flight = anyio.CapacityLimiter(max(1, threads))  # shared by concurrent offspring: <= 4 in all
 
@@ -40,7 +42,7 @@ class Credit:
     async def _judge(self, role: str, row: Row, parent: str, child: str, position: int, key: str) -> float:
         child_is = "B" if position % 2 == 0 else "A"
         a, b = (parent, child) if child_is == "B" else (child, parent)
-        prompt = pairwise_prompt(role, row.id, task_text(row), a, b)
+        prompt = self.templates.pairwise(Judging(role, role_place(self.graph, role), row.id, task_text(row), a, b))
         try:
             async with self._in_flight:
                 reply = await self.judge.complete([{"role": "user", "content": prompt}], purpose="maspo.pairwise",

@@ -13,6 +13,8 @@ Misalignment mining: a parent rollout the team failed is kept as a case of each 
 kept); a proposal for a role shows up to 5 cases sampled from its predecessors' buffers. A shared-prompt team
 (one role) gets global credit only. Only training rows are used. Credit is taken on the items where parent and
 offspring are both usable (optimizers/scoring.py, protocol 5.3); an offspring with none is not comparable.
+Proposal and judge prompts come from the task's templates (optimizers/maspo/templates.py: MATH's own, role-aware;
+any other dataset the generic prompts.py), the task being the dataset its train rows name (`Row.dataset`).
 Stops: `budget` (the next batch would not fit) or `maximum_search_depth` (every role reached depth 9). Charged
 per step: parent + 2 offspring on 10 rows = 30 per beam member (<= 60). Draws (minibatches, injected cases) come
 from one `random.Random(method_rng_seed("maspo", s))`.
@@ -34,8 +36,9 @@ from core.vocabulary import StopReason
 from optimizers.mapro.potentials import gather
 from optimizers.mapro.roles import role_graph
 from optimizers.maspo.credit import Credit
-from optimizers.maspo.prompts import PROPOSAL_TEMPERATURE, Trace, proposal_prompt
+from optimizers.maspo.prompts import PROPOSAL_TEMPERATURE, Trace
 from optimizers.maspo.reward import Reward
+from optimizers.maspo.templates import Proposal, role_place, task_of, templates_for
 from optimizers.reflective_dataset import last_fenced_block, task_text
 from optimizers.scoring import score_of, usable_mean
 
@@ -59,6 +62,7 @@ class Maspo:
     smallest_useful_budget = 20  # protocol 8.9: parent + one offspring on 10 rows (30 for both offspring)
     uses_reflection = True
     task_model_components = ("judge",)
+    implementation_version = 2  # 2: MATH jobs propose and judge with the MATH templates (optimizers/maspo/templates.py)
 
     def __init__(self, seed: int = 0, reflection: ModelClient | None = None, judge: ModelClient | None = None, *,
                  beam: int = 2, offspring: int = 2, minibatch: int = 10, steps_per_turn: int = 3, max_depth: int = 9,
@@ -96,7 +100,8 @@ class _Run:
         self.rng = random.Random(m.rng_seed)
         self.graph = role_graph(runner.roles)
         self.order = self.graph.ascent_order()
-        self.credit = Credit(runner, self.graph, m.judge, m.judge_threads)
+        self.templates = templates_for(task_of(train))  # the task, as the rows name it: MATH has its own templates
+        self.credit = Credit(runner, self.graph, m.judge, m.judge_threads, self.templates)
         self.current = dict(seed_bundle.roles)
         self.beams = {r: [Member(seed_bundle.roles[r], 0.0, "seed")] for r in self.order}
         self.depth = {r: 0 for r in self.order}
@@ -148,7 +153,8 @@ class _Run:
             "policy": {"beam": self.m.beam, "offspring": self.m.offspring, "minibatch": self.m.minibatch,
                        "steps_per_turn": self.m.steps_per_turn, "max_depth": self.m.max_depth,
                        "buffer": self.m.buffer, "inject": self.m.inject, "graph": self.graph.kind,
-                       "order": list(self.order), "rng_seed": self.m.rng_seed},
+                       "order": list(self.order), "rng_seed": self.m.rng_seed,
+                       "templates": self.templates.name},
             "native_iterations": self.node, "events": self.events, "depth": dict(self.depth),
             "beams": {r: [{"prompt": b.prompt, "reward": b.reward, "origin": b.origin} for b in beam]
                       for r, beam in self.beams.items()},
@@ -224,7 +230,7 @@ class _Run:
             self.beams[role] = _best(pool, self.m.beam)
         self.beams[role] = _best(pool, self.m.beam)
         entry["beam_rewards"] = [b.reward for b in self.beams[role]]
-        self.observed = _mean_score(parent_recs[0])
+        self.observed = usable_mean(parent_recs[0]).value
         self.point("depth_step")
 
     async def offspring(self, role: str, rows: list[Row], parent_recs: list[RolloutRecord], text: str,
@@ -272,8 +278,8 @@ class _Run:
             traces.append(Trace(task_text(row), context, outs.get(role, ""), rec.score, rec.feedback or ""))
         cases = [c for r in self.graph.upstream(role) for c in self.buffers[r]]
         injected = self.rng.sample(cases, min(self.m.inject, len(cases)))
-        return proposal_prompt(role, self.graph.describe(role), role == self.graph.terminal, instruction, traces,
-                               injected)
+        return self.templates.proposal(Proposal(role, role_place(self.graph, role), self.graph.describe(role),
+                                                self.graph.successor(role), instruction, traces, injected))
 
     async def ask(self, prompt: str, instruction: str, key: str) -> str | None:
         try:
@@ -288,10 +294,6 @@ class _Run:
 def _best(pool: list[Member], k: int) -> list[Member]:
     """The k highest rewards, earliest first among equals (parents before their offspring)."""
     return [pool[i] for i in sorted(range(len(pool)), key=lambda i: (-pool[i].reward, i))[:k]]
-
-
-def _mean_score(records: Sequence[RolloutRecord]) -> float | None:
-    return usable_mean(records).value
 
 
 def _reward_json(r: Reward) -> dict[str, Any]:

@@ -1,4 +1,6 @@
-"""MASPO's proposal and pairwise-judge prompts (protocol 8.4).
+"""MASPO's generic proposal and pairwise-judge prompts (protocol 8.4), used for every dataset without its own
+templates (optimizers/maspo/templates.py; MATH has its own). Their text is pinned: changing it changes the recorded
+requests (and request seeds) of every such job.
 
 Proposals: the reflection model at T 0.7 sees, per trace of its minibatch half, the problem (<= 2,000 chars), the
 context the role read (upstream outputs), the role's own output (<= 4,500 chars), the team's score and feedback,
