@@ -55,6 +55,7 @@ class Endpoint:
             timeouts.deadline, sock_connect=timeouts.connect, sock_read=timeouts.read)
         self.sent, self.answered = 0, 0  # requests handed to the transport (probes excluded); of which HTTP 200
         self.report: EndpointReport | None = None  # what it said about itself to the start-up check
+        self.max_model_len: int | None = None  # its context window as GET /models reported it (engine/chat/preflight)
 
     def _open(self) -> aiohttp.ClientSession:
         if self._session is None:
@@ -156,6 +157,12 @@ class EndpointPool:
     @property
     def capacity(self) -> int:
         return sum(e.capacity for e in self.endpoints)
+
+    @property
+    def max_model_len(self) -> int | None:
+        """The smallest context window its endpoints reported (None when none reported one)."""
+        found = [e.max_model_len for e in self.endpoints if e.max_model_len is not None]
+        return min(found) if found else None
 
     async def probe(self) -> None:
         for ep in self.endpoints:
