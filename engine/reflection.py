@@ -153,8 +153,10 @@ class ReflectionClient:
     @property
     def max_model_len(self) -> int | None:
         """The endpoint's context window as the start-up check heard it (None: not reported, nothing is fitted)."""
-        value = getattr(self.endpoint, "max_model_len", None)
-        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+        endpoints = getattr(self.endpoint, "endpoints", [self.endpoint])  # a pool: the smallest of its endpoints'
+        found = [v for v in (getattr(e, "max_model_len", None) for e in endpoints)
+                 if isinstance(v, int) and not isinstance(v, bool) and v > 0]
+        return min(found) if found else None
 
     def _count(self, kind: str) -> None:
         self._failures[kind] = self._failures.get(kind, 0) + 1

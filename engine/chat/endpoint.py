@@ -132,8 +132,7 @@ class EndpointPool:
     Retry-After) pauses that endpoint for Retry-After and the request is re-sent once it may go; while no endpoint
     is healthy every request waits, up to `max_outage` seconds for the whole pool. Every ejection, re-admission,
     pause and outage is reported to `on_event` (the job writes them as run mutations into the card) and the
-    outage also as a stderr line. Everything else (5xx, timeouts, bad bodies) fails the attempt as before.
-    """
+    outage also as a stderr line. Everything else (5xx, timeouts, bad bodies) fails the attempt as before."""
 
     def __init__(self, endpoints: list[Endpoint], *, max_outage: float = DEFAULT_MAX_OUTAGE_S,
                  probe_interval: float = 0.5, eject_after: int = 2, on_event: EventSink | None = None):
@@ -157,12 +156,6 @@ class EndpointPool:
     @property
     def capacity(self) -> int:
         return sum(e.capacity for e in self.endpoints)
-
-    @property
-    def max_model_len(self) -> int | None:
-        """The smallest context window its endpoints reported (None when none reported one)."""
-        found = [e.max_model_len for e in self.endpoints if e.max_model_len is not None]
-        return min(found) if found else None
 
     async def probe(self) -> None:
         for ep in self.endpoints:

@@ -247,10 +247,7 @@ class SimServer:
                               status=404)
 
     async def _models(self, request: web.Request) -> web.Response:
-        body = self.policy.models_body()
-        if self.max_model_len is not None:
-            body = {**body, "data": [{**m, "max_model_len": self.max_model_len} for m in body["data"]]}
-        return json_response(body)
+        return json_response(self.policy.models_body(self.max_model_len))
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         raw = await request.read()
