@@ -10,6 +10,8 @@
     ├── BudgetError                 ledger misuse (over-commit, unknown reservation, open reservations)
     ├── ContractError               an optimizer or topology broke an engine contract
     ├── InfrastructureInvalidError  optimization cannot go on: the endpoints keep failing (seed bundle is kept)
+    │   └── ReflectionUnavailableError  a method's model client (reflection, judge, probe) gave no usable text on
+    │                               K consecutive calls: the method stops (stop reason `<component>_unavailable`)
     ├── OptimizationFailed          the method failed with a stopping failure kind (contract_failure,
     │                               program_failure, ambiguous_external): optimization.json records it, the job stops
     ├── ScorerError                 a scorer raised on a scored observation (infrastructure, never charged)
@@ -73,6 +75,28 @@ class InfrastructureInvalidError(EngineError):
     (failure_kind infrastructure_invalid) and keeps the seed bundle."""
 
     kind = "infrastructure_invalid"
+
+
+class ReflectionUnavailableError(InfrastructureInvalidError):
+    """A method's model client (engine/reflection.py: reflection, or the judge / probe on the task endpoints) gave
+    the method no usable text on `consecutive` calls in a row (`failure_kind` of the last one, e.g.
+    context_length_exceeded, http_status, empty_text). Not an InfrastructureError: a method's
+    `except InfrastructureError` (go on without a proposal) does not swallow it, so the method stops and the job
+    records an infrastructure-invalid optimization (seed bundle kept, healable) with stop reason
+    `<component>_unavailable` instead of charging rollouts for proposals that cannot be made."""
+
+    kind = "reflection_unavailable"
+
+    def __init__(self, message: str, *, component: str, failure_kind: str, consecutive: int, endpoint: str):
+        super().__init__(message)
+        self.component = component
+        self.failure_kind = failure_kind
+        self.consecutive = consecutive
+        self.endpoint = endpoint
+
+    @property
+    def stop_reason(self) -> str:
+        return f"{self.component}_unavailable"
 
 
 class OptimizationFailed(EngineError):

@@ -101,6 +101,11 @@ class StopReason(enum.StrEnum):
     PATIENCE = "patience"
     IDENTITY_NO_SEARCH = "identity_no_search"
     INFRASTRUCTURE_INVALID = "infrastructure_invalid"
+    # a method's model client gave no usable text on K consecutive calls (core.errors.ReflectionUnavailableError;
+    # the job's stop, recorded with an infrastructure-invalid optimization, not the method's own)
+    REFLECTION_UNAVAILABLE = "reflection_unavailable"
+    JUDGE_UNAVAILABLE = "judge_unavailable"
+    PROBE_UNAVAILABLE = "probe_unavailable"
 
 
 # The model ids the simulated endpoint answers to when a job or run has no real endpoint. One value each: the task

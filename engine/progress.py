@@ -8,6 +8,10 @@ One `Progress` is the runner's `on_record` hook. It is in one of two modes:
   kind, rate and ETA of that evaluation; a start line and an end line always, and in between at most one line
   every `interval` seconds.
 
+In both modes the line ends with the method's model-call failures when there are any (reflection, judge, probe
+calls that gave the method no text, by kind: `reflection failures 3 (context_length_exceeded 3)`), read from the
+`clients` given (anything with `failures() -> {kind: count}`).
+
 Lines are throttled by time (`clock` is injectable for tests), never by count only, so a 600-rollout phase on a
 fast endpoint prints a handful of lines and a slow one still prints one every few seconds.
 """
@@ -15,8 +19,9 @@ fast endpoint prints a handful of lines and a slow one still prints one every fe
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from core.ledger import BudgetLedger
 from core.models import RolloutRecord, RolloutStatus
@@ -42,12 +47,24 @@ def _eta(remaining: int, done: int, elapsed: float) -> float | None:
 
 class Progress:
     def __init__(self, ledger: BudgetLedger | None, quiet: bool, *, interval: float = 5.0,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, clients: Mapping[str, Any] | None = None):
         self.ledger, self.quiet, self.interval, self.clock = ledger, quiet, interval, clock
+        self.clients = dict(clients or {})
         self._phase: _Phase | None = None
         self._started = clock()
         self._last_line = float("-inf")
         self._last_charged = 0
+
+    def model_failures(self) -> dict[str, dict[str, int]]:
+        """The method's model-call failures per component and kind (components without any left out)."""
+        found = {name: client.failures() for name, client in sorted(self.clients.items())}
+        return {name: kinds for name, kinds in found.items() if kinds}
+
+    def _failures_text(self) -> str:
+        parts = [f"{name} failures {sum(kinds.values())} ("
+                 + ", ".join(f"{kind} {n}" for kind, n in kinds.items()) + ")"
+                 for name, kinds in self.model_failures().items()]
+        return (" " + " ".join(parts)) if parts else ""
 
     # ------------------------------------------------------------------ evaluations
     def begin(self, label: str, total: int) -> None:
@@ -80,9 +97,9 @@ class Progress:
         eta = _eta(phase.total - phase.done, phase.done, elapsed)
         log.info(f"progress: {phase.label} {phase.done}/{phase.total} failures: infrastructure={infra} "
                  f"semantic={semantic} rate={rate if rate is not None else '-'}/s "
-                 f"eta={eta if eta is not None else '-'}s", kind="progress", phase=phase.label, done=phase.done,
-                 total=phase.total, infrastructure_failures=infra, semantic_failures=semantic, rate_per_s=rate,
-                 eta_s=eta)
+                 f"eta={eta if eta is not None else '-'}s{self._failures_text()}", kind="progress",
+                 phase=phase.label, done=phase.done, total=phase.total, infrastructure_failures=infra,
+                 semantic_failures=semantic, rate_per_s=rate, eta_s=eta, model_call_failures=self.model_failures())
 
     def _emit_optimize(self, record: RolloutRecord) -> None:
         assert self.ledger is not None
@@ -95,6 +112,7 @@ class Progress:
         eta = _eta(snap.maximum - snap.charged, snap.charged, elapsed)
         log.info(f"progress: charged={snap.charged}/{snap.maximum} attempted={snap.attempted} "
                  f"infra={snap.infrastructure_failures} last={record.status.value} "
-                 f"eta<={eta if eta is not None else '-'}s", kind="progress", phase="optimize",
-                 charged=snap.charged, maximum=snap.maximum, attempted=snap.attempted,
-                 infrastructure_failures=snap.infrastructure_failures, last=record.status.value, eta_s=eta)
+                 f"eta<={eta if eta is not None else '-'}s{self._failures_text()}", kind="progress",
+                 phase="optimize", charged=snap.charged, maximum=snap.maximum, attempted=snap.attempted,
+                 infrastructure_failures=snap.infrastructure_failures, last=record.status.value, eta_s=eta,
+                 model_call_failures=self.model_failures())

@@ -16,6 +16,21 @@ the calls that gave the method no text (after their retries) per kind (`failures
 optimization.json; `context_length_exceeded` for a 400 naming the context length). A 400 is never sent again
 unchanged (engine/recorder.py).
 
+Failing clients (issue W item 4). A call gives the method no usable text when it fails after its retries (an
+infrastructure error; a 400 is sent once), when nothing can be sent because the prompt cannot fit the endpoint's
+context (engine/reflection_fit.py), or, for reflection, when the reply is empty or whitespace (`empty_text`: a
+proposal cannot be parsed from it; a judge's or probe's empty reply is that component's answer, which the method
+scores as its protocol says). After BREAKER_AFTER (3) such calls IN A ROW the client is unavailable: that call
+raises core.errors.ReflectionUnavailableError (not an InfrastructureError, so the methods' "go on without a
+proposal" does not swallow it), as does every later call without sending; the job records an infrastructure-
+invalid optimization with stop reason `<component>_unavailable` (seed bundle kept, the job `degraded` and healed by
+a later run), and warns once on stderr naming the endpoint, the kind and what to do. A usable reply resets the
+count. K = 3: one failure is noise (the call was already retried), three in a row of the same endpoint is a
+pattern; it bounds the rollouts a method charges for proposals it cannot make to K iterations (GEPA: K x the
+3-row parent minibatch). Judge and probe get the same breaker over their errors (their endpoints are the task
+pool, whose own outage handling runs first). On resume the breaker is rebuilt from the replayed calls: recorded
+answers (empty ones included) replay, failed calls are sent again, so a healed endpoint lets the method go on.
+
 The same mechanism serves the other uncharged model calls a method makes (protocol 8.3/8.4): a `ReflectionClient`
 built with `component="judge"` or `component="probe"` over the TASK endpoints (the outage-aware task pool itself),
 with that component's decoding (thinking off, the method's temperature / top-p / token cap, the task runners'
@@ -27,19 +42,27 @@ prompt + task); `propose(prompt, ...)` is the one-user-message case.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
-from core.errors import BadRequestError, InfrastructureError
+from core.errors import BadRequestError, InfrastructureError, ReflectionUnavailableError
 from core.models import Usage
 from core.protocol import MAX_INFRA_RETRIES, REFLECTION_DECODING
 from engine.call_sites import ComponentCall
+from engine.chat.auth import redacted_url
+from engine.log import get_logger
 from engine.recorder import ChatEndpoint, Recorder
+from engine.reflection_fit import fit
 from engine.retry import RetryPolicy
 from engine.store import Store
 
 COMPONENT = "reflection"
+BREAKER_AFTER = 3  # consecutive calls without usable text that make a client unavailable (module docstring)
+EMPTY_TEXT = "empty_text"
+CONTEXT_LENGTH_EXCEEDED = "context_length_exceeded"
 
-__all__ = ["COMPONENT", "ChatEndpoint", "ReflectionClient"]
+log = get_logger("engine.reflection")
+
+__all__ = ["BREAKER_AFTER", "COMPONENT", "ChatEndpoint", "ReflectionClient"]
 
 
 class ReflectionClient:
@@ -49,7 +72,8 @@ class ReflectionClient:
     def __init__(self, *, endpoint: ChatEndpoint, store: Store, run_node: str, cell_id: str, optimizer_seed: int,
                  temperature: float | None = None, top_p: float | None = None,
                  retry: RetryPolicy = RetryPolicy(), component: str = COMPONENT, max_tokens: int | None = None,
-                 thinking: bool | None = None, extra_body: Mapping[str, Any] | None = None):
+                 thinking: bool | None = None, extra_body: Mapping[str, Any] | None = None,
+                 breaker_after: int = BREAKER_AFTER):
         self.endpoint = endpoint
         self.component = component
         self.max_tokens = int(REFLECTION_DECODING["max_tokens"]) if max_tokens is None else max_tokens
@@ -64,6 +88,10 @@ class ReflectionClient:
                                  attempts=MAX_INFRA_RETRIES + 1, retry=retry)
         self._usage: dict[str, Usage] = {}
         self._failures: dict[str, int] = {}  # calls that gave the method no text, by kind (this process's)
+        self.breaker_after = breaker_after
+        self._in_a_row = 0  # calls without usable text since the last usable one
+        self._unavailable: ReflectionUnavailableError | None = None
+        self.trimmed_calls = 0  # calls whose prompt was cut to fit the endpoint's context
 
     @property
     def live_calls(self) -> int:
@@ -98,15 +126,67 @@ class ReflectionClient:
 
     async def complete(self, messages: Sequence[Mapping[str, str]], *, purpose: str, key: str,
                        temperature: float | None = None, max_tokens: int | None = None) -> str:
-        body = self.body_for(messages, temperature=temperature, max_tokens=max_tokens)
+        if self._unavailable is not None:  # the breaker tripped: nothing is sent any more
+            raise self._unavailable
+        asked = self.max_tokens if max_tokens is None else max_tokens
+        fitted = fit(messages, asked, self.max_model_len)
+        if not fitted.fits:  # not sent: the endpoint would answer 400 for the context length
+            self._failed(CONTEXT_LENGTH_EXCEEDED, BadRequestError(
+                f"{self.component} prompt of {purpose} does not fit the endpoint's context of "
+                f"{self.max_model_len} tokens even cut (context length; not sent)", status_code=400))
+        if fitted.trimmed_chars:
+            self.trimmed_calls += 1
+        body = self.body_for(fitted.messages, temperature=temperature, max_tokens=fitted.max_tokens)
         try:
             call = await self.recorder.call(self.site(purpose=purpose, key=key), body)
         except InfrastructureError as exc:  # after its retries: the method gets no text; counted, then raised
-            kind = failure_kind(exc)
-            self._failures[kind] = self._failures.get(kind, 0) + 1
-            raise
+            self._failed(failure_kind(exc), exc)
         self._usage[purpose] = self._usage.get(purpose, Usage()) + call.usage
-        return call.response.get("content") or ""
+        text = call.response.get("content") or ""
+        if self.component == COMPONENT and not text.strip():  # no proposal can be parsed from it
+            self._count(EMPTY_TEXT)
+            self._breaker(EMPTY_TEXT, None)
+            return text
+        self._in_a_row = 0
+        return text
+
+    @property
+    def max_model_len(self) -> int | None:
+        """The endpoint's context window as the start-up check heard it (None: not reported, nothing is fitted)."""
+        endpoints = getattr(self.endpoint, "endpoints", [self.endpoint])  # a pool: the smallest of its endpoints'
+        found = [v for v in (getattr(e, "max_model_len", None) for e in endpoints)
+                 if isinstance(v, int) and not isinstance(v, bool) and v > 0]
+        return min(found) if found else None
+
+    def _count(self, kind: str) -> None:
+        self._failures[kind] = self._failures.get(kind, 0) + 1
+
+    def _failed(self, kind: str, exc: InfrastructureError) -> NoReturn:
+        self._count(kind)
+        self._breaker(kind, exc)
+        raise exc
+
+    def _breaker(self, kind: str, exc: InfrastructureError | None) -> None:
+        """One more call without usable text; the K-th in a row makes the client unavailable (raised now)."""
+        self._in_a_row += 1
+        if self._in_a_row < self.breaker_after or self._unavailable is not None:
+            return
+        where = endpoint_name(self.endpoint)
+        self._unavailable = ReflectionUnavailableError(
+            f"the {self.component} endpoint {where} (model {self.endpoint.model_id!r}) gave no usable text on "
+            f"{self._in_a_row} consecutive calls (last: {kind}{': ' + str(exc)[:300] if exc else ''}); "
+            f"{hint(kind)}", component=self.component, failure_kind=kind, consecutive=self._in_a_row,
+            endpoint=where)
+        log.warning(f"warning: {self.component} unavailable: {where} (model {self.endpoint.model_id!r}) gave no "
+                    f"usable text on {self._in_a_row} consecutive calls ({kind}); the method stops "
+                    f"({self._unavailable.stop_reason}), the seed bundle is kept and the job is degraded; "
+                    f"{hint(kind)}", kind="model_client_unavailable", component=self.component,
+                    failure_kind=kind, consecutive=self._in_a_row, endpoint=where)
+        raise self._unavailable from exc
+
+    def failures(self) -> dict[str, int]:
+        """The calls that gave the method no text so far, by kind (the progress line)."""
+        return dict(sorted(self._failures.items()))
 
     # ------------------------------------------------------------------ usage
     def usage(self) -> dict[str, Any]:
@@ -117,6 +197,24 @@ class ReflectionClient:
         if self._failures:  # only when some call failed (the usage of a clean run is unchanged)
             usage["failures"] = dict(sorted(self._failures.items()))
         return usage
+
+
+def endpoint_name(endpoint: Any) -> str:
+    """The endpoint's URL without credentials (a pool: its first endpoint, the reflection pool has one)."""
+    first = getattr(endpoint, "endpoints", [endpoint])[0]
+    url = getattr(first, "base_url", None)
+    return redacted_url(url) if isinstance(url, str) else type(endpoint).__name__
+
+
+def hint(kind: str) -> str:
+    """What to do about a client that keeps failing with `kind`."""
+    if kind == CONTEXT_LENGTH_EXCEEDED:
+        return ("the prompts do not fit the model's context: lower the method's per-section caps or serve the "
+                "model with a larger --max-model-len, then run the job again to heal it")
+    if kind == EMPTY_TEXT:
+        return ("the model answers with empty text: check the served model and its chat template (thinking "
+                "budget, max_tokens), then run the job again to heal it")
+    return "check that the endpoint is up and serving the model, then run the job again to heal it"
 
 
 def failure_kind(exc: InfrastructureError) -> str:

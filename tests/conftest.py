@@ -38,8 +38,9 @@ def sim(fake_bench: FakeBench) -> Iterator[SimServer]:
 
 
 def start_sim(bench: FakeBench, faults: FaultPlan | None = None, delay_s: float = 0.0,
-              log_path: str | None = None) -> SimServer:
-    server = SimServer(make_policy(bench), faults=faults, delay_s=delay_s, log_path=log_path)
+              log_path: str | None = None, max_model_len: int | None = None) -> SimServer:
+    server = SimServer(make_policy(bench), faults=faults, delay_s=delay_s, log_path=log_path,
+                       max_model_len=max_model_len)
     server.start()
     return server
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.artifacts import Artifact, JobIdentity, JobResult
+from core.artifacts import Artifact, JobIdentity, JobResult, Optimization
 from core.blobs import externalize, resolve
 from core.canonical import content_hash, sha256_hex
 from core.cards.lines import encode_lines
@@ -121,8 +121,25 @@ def _validated(data: dict[str, Any] | None, model: type[Artifact], name: str) ->
     return data
 
 
+def optimization_summary(optimization: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The card's view of optimization.json: how it ended, and the method's model-call failures per component and
+    kind (`model_call_failures`: only the components with any; {} when every reflection, judge and probe call gave
+    the method text)."""
+    if optimization is None:
+        return None
+    usage = optimization.get("usage") or {}
+    return {
+        "status": optimization.get("status"), "failure_kind": optimization.get("failure_kind"),
+        "stop_reason": optimization.get("stop_reason"), "error_type": optimization.get("error_type"),
+        "charged_rollouts": (optimization.get("budget") or {}).get("charged"),
+        "model_call_failures": {name: dict(part["failures"]) for name, part in sorted(usage.items())
+                                if isinstance(part, dict) and part.get("failures")},
+    }
+
+
 def run_metadata(run_dir: Path, rows: dict[str, list[dict[str, Any]]], run_id: str | None) -> dict[str, Any]:
     job = _validated(_read_json(run_dir / "job.json"), JobIdentity, "job.json") or {}
+    optimization = _validated(_read_json(run_dir / "optimization.json"), Optimization, "optimization.json")
     result = _validated(_read_json(run_dir / "result.json"), JobResult, "result.json") or {}
     roots = [n for n in rows["nodes"] if n["parent_id"] is None]
     root = roots[0] if roots else {}
@@ -149,6 +166,7 @@ def run_metadata(run_dir: Path, rows: dict[str, list[dict[str, Any]]], run_id: s
         "selection": {k: selection.get(k) for k in ("selection_id", "selected_candidate", "fallback_reason")}
         if selection else None,
         "test": {k: test.get(k) for k in test_keys if k in test} if test else None,
+        "optimization": optimization_summary(optimization),
         "policy_version": None,
     }
 

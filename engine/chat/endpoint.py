@@ -55,6 +55,7 @@ class Endpoint:
             timeouts.deadline, sock_connect=timeouts.connect, sock_read=timeouts.read)
         self.sent, self.answered = 0, 0  # requests handed to the transport (probes excluded); of which HTTP 200
         self.report: EndpointReport | None = None  # what it said about itself to the start-up check
+        self.max_model_len: int | None = None  # its context window as GET /models reported it (engine/chat/preflight)
 
     def _open(self) -> aiohttp.ClientSession:
         if self._session is None:
@@ -131,8 +132,7 @@ class EndpointPool:
     Retry-After) pauses that endpoint for Retry-After and the request is re-sent once it may go; while no endpoint
     is healthy every request waits, up to `max_outage` seconds for the whole pool. Every ejection, re-admission,
     pause and outage is reported to `on_event` (the job writes them as run mutations into the card) and the
-    outage also as a stderr line. Everything else (5xx, timeouts, bad bodies) fails the attempt as before.
-    """
+    outage also as a stderr line. Everything else (5xx, timeouts, bad bodies) fails the attempt as before."""
 
     def __init__(self, endpoints: list[Endpoint], *, max_outage: float = DEFAULT_MAX_OUTAGE_S,
                  probe_interval: float = 0.5, eject_after: int = 2, on_event: EventSink | None = None):

@@ -11,6 +11,11 @@ What each endpoint says about itself in that answer (the `X-Simulated-Endpoint` 
 flag, the `model` it reports) is returned as core.artifacts.EndpointReport: the job records it in job.json and the
 card, and a job an endpoint contradicts is not conformant (engine/job/evidence.py).
 
+For the reflection endpoint the check also reads GET /models once (best effort, within the same deadline): vLLM
+reports each served model's context window there (`max_model_len`), which the job records on the checked endpoint
+(`Endpoint.max_model_len`) so the reflection client can fit its prompts (engine/reflection_fit.py). A server that
+reports none, or answers anything else, leaves it None (prompts are sent as built).
+
 The request carries `X-MPB-Preflight: 1`, so the simulated endpoint answers it without counting it in its request
 log or applying its fault plan; a real server ignores the header.
 """
@@ -151,6 +156,36 @@ async def _check(target: Target, index: int, timeout: float) -> str | EndpointRe
         return (f"no answer to a 1-token chat completion within {timeout:g} s (busy server? raise "
                 "--startup-timeout)")
     return f"still failing after {timeout:g} s: {last}"
+
+
+def reported_max_model_len(payload: Any, model_id: str) -> int | None:
+    """The `max_model_len` a GET /models answer reports for `model_id` (vLLM's field), else None."""
+    data = payload.get("data") if isinstance(payload, dict) else None
+    for entry in data if isinstance(data, list) else []:
+        if isinstance(entry, dict) and entry.get("id") == model_id:
+            value = entry.get("max_model_len")
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return value
+    return None
+
+
+async def max_model_len(target: Target, timeout: float = DEFAULT_STARTUP_TIMEOUT_S) -> int | None:
+    """What GET /models says about `target.model_id`'s context window; None on any failure (never raises)."""
+    headers = {PREFLIGHT_HEADER: "1"}
+    if target.api_key is not None:
+        headers["Authorization"] = f"Bearer {target.api_key.reveal()}"
+    no_limit = aiohttp.ClientTimeout(total=None, connect=None, sock_connect=None, sock_read=None)
+    with anyio.move_on_after(timeout):
+        try:
+            async with aiohttp.ClientSession(headers=headers, timeout=no_limit) as session:
+                async with session.get(f"{target.base_url.rstrip('/')}/models") as resp:
+                    if resp.status != 200:
+                        return None
+                    text = (await resp.read()).decode("utf-8", errors="replace")
+            return reported_max_model_len(parse_json(text), target.model_id)
+        except (aiohttp.ClientError, OSError, TimeoutError, BodyError, ValueError):
+            return None
+    return None
 
 
 async def check_endpoints(targets: Sequence[Target],

@@ -12,7 +12,7 @@ from typing import Any
 from core.vocabulary import SIMULATED_REFLECTION_MODEL_ID
 from engine.chat.auth import DEFAULT_API_KEY_ENV, ApiKey, api_key_from_env
 from engine.chat.endpoint import DEFAULT_MAX_OUTAGE_S, Endpoint, EndpointPool, Timeouts
-from engine.chat.preflight import DEFAULT_STARTUP_TIMEOUT_S, Target, check_endpoints
+from engine.chat.preflight import DEFAULT_STARTUP_TIMEOUT_S, Target, check_endpoints, max_model_len
 from engine.store import Store
 from engine.log import get_logger
 
@@ -72,9 +72,11 @@ async def open_reflection_endpoint(stack: AsyncExitStack, url: str, *, model_id:
     key = api_key_from_env(key_env, required=False, what="--reflection-api-key-env")
     if key is None and fallback_key_env is not None:
         env, key = fallback_key_env, api_key_from_env(fallback_key_env, required=False, what="--api-key-env")
-    (report,) = await check_endpoints([Target(url, model_id, key, "reflection endpoint", env)], startup_timeout)
+    target = Target(url, model_id, key, "reflection endpoint", env)
+    (report,) = await check_endpoints([target], startup_timeout)
     endpoint = Endpoint(url, model_id, capacity=concurrency, timeouts=Timeouts(read=read_timeout), api_key=key)
     endpoint.report = report
+    endpoint.max_model_len = await max_model_len(target, startup_timeout)  # the reflection client fits to it
     pool = EndpointPool([endpoint], max_outage=max_outage)  # outage-aware like the task endpoints
     stack.push_async_callback(pool.aclose)
     return pool

@@ -38,6 +38,10 @@ class LateClient:
     def usage(self) -> Any:
         return self._client().usage()
 
+    def failures(self) -> dict[str, int]:
+        """The bound client's calls without usable text by kind ({} before it is bound)."""
+        return dict(self._target.failures()) if self._target is not None else {}
+
 
 def late_clients(method: str) -> dict[str, LateClient]:
     """One forwarding client per component the method declares (none for a method without reflection)."""

@@ -14,6 +14,7 @@ from core.errors import (
     InfrastructureError,
     InfrastructureInvalidError,
     OptimizationFailed,
+    ReflectionUnavailableError,
 )
 from core.ledger import LedgerSnapshot
 from core.models import FailureKind, PromptBundle, RolloutRecord, Row
@@ -105,8 +106,15 @@ async def _run_optimizer(ctx: JobContext, facade: LedgerRunner, train: list[Row]
         failure = {"status": "failed", "failure_kind": kind.value, "error_type": type(cause).__name__,
                    "error": scrub(str(cause), secret_values(os.environ))[:2000]}
         seed = ctx.seed_bundle
-        result = OptimizerResult(incumbent=seed, stop_reason=kind.value,
-                                 curve=(CurvePoint(snap.charged, 0, None, seed.digest, kind.value),))
+        # a model client that kept failing (engine/reflection.py's breaker) has its own stop reason
+        stop = cause.stop_reason if isinstance(cause, ReflectionUnavailableError) else kind.value
+        # the reflection calls made before the failure stay counted (the method's result, which carries them on
+        # a completed run, is not there)
+        reflection = ctx.clients.get("reflection")
+        result = OptimizerResult(incumbent=seed, stop_reason=stop,
+                                 curve=(CurvePoint(snap.charged, 0, None, seed.digest, stop),),
+                                 reflection_usage=reflection.usage() if reflection is not None and reflection.bound
+                                 else {})
         if kind is FailureKind.INFRASTRUCTURE_INVALID:
             log.warning(f"warning: optimization stopped, infrastructure invalid: {failure['error']}")
         else:

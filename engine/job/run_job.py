@@ -228,7 +228,8 @@ async def _open_run_node(cfg: JobConfig, store: Store, identity: JobIdentity) ->
 def _context(cfg: JobConfig, ready: Prepared, store: Store, pool: EndpointPool, run_node: str,
              shared_evaluations: SharedEvaluations | None = None, gateway: Gateway | None = None) -> JobContext:
     ledger = BudgetLedger(cfg.budget)
-    progress = Progress(ledger, cfg.quiet)  # optimize: charged/budget; each evaluation: done/total, rate, ETA
+    # optimize: charged/budget; each evaluation: done/total, rate, ETA; the method's model-call failures
+    progress = Progress(ledger, cfg.quiet, clients=ready.clients)
     runner = Runner(store=store, pool=pool, bench=ready.bench, topology=ready.topology, run_node=run_node,
                     retry=cfg.retry, concurrency=cfg.concurrency, attempt_timeout=cfg.attempt_timeout,
                     on_record=progress, gateway=gateway)

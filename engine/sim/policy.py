@@ -279,11 +279,13 @@ class Policy:
             "simulated_note": SIMULATED_NOTE,
         }
 
-    def models_body(self) -> dict[str, Any]:
+    def models_body(self, max_model_len: int | None = None) -> dict[str, Any]:
+        """GET /v1/models; with `max_model_len`, each model reports that context window (vLLM's field)."""
+        window = {} if max_model_len is None else {"max_model_len": max_model_len}
         return {
             "object": "list",
-            "data": [{"id": mid, "object": "model", "created": CREATED, "owned_by": "mpb-simulated-endpoint"}
-                     for mid in self.model_ids],
+            "data": [{"id": mid, "object": "model", "created": CREATED, "owned_by": "mpb-simulated-endpoint",
+                      **window} for mid in self.model_ids],
             "simulated": True,
             "simulated_note": SIMULATED_NOTE,
         }

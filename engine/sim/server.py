@@ -70,12 +70,14 @@ class SimServer:
         log_path: str | None = None,
         backlog: int = DEFAULT_BACKLOG,
         api_key: str | None = None,
+        max_model_len: int | None = None,
     ) -> None:
         if backlog < 1024:
             raise ValueError("backlog must be >= 1024")
         self.policy = policy
         self.faults = faults or NO_FAULTS
         self.delay_s = float(delay_s)
+        self.max_model_len = max_model_len  # reported per model in GET /v1/models (vLLM's field) when set
         self.pad_bytes = int(pad_bytes)  # large responses: this many filler bytes before each row answer
         self.host = host
         self.port = port
@@ -245,7 +247,7 @@ class SimServer:
                               status=404)
 
     async def _models(self, request: web.Request) -> web.Response:
-        return json_response(self.policy.models_body())
+        return json_response(self.policy.models_body(self.max_model_len))
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         raw = await request.read()

@@ -18,7 +18,7 @@ from core.errors import UsageError
 from engine.chat.auth import DEFAULT_API_KEY_ENV, DEFAULT_REFLECTION_API_KEY_ENV, api_key_from_env, check_endpoint_url
 from engine.chat.endpoint import Endpoint, EndpointPool, Timeouts
 from engine.chat.health import DEFAULT_MAX_OUTAGE_S, EventSink
-from engine.chat.preflight import Target, check_endpoints
+from engine.chat.preflight import Target, check_endpoints, max_model_len
 from core.protocol import REFLECTION_TIMEOUT_S
 
 
@@ -99,6 +99,7 @@ async def open_shared(stack: AsyncExitStack, spec: EndpointSpec, *, model_id: st
                                             timeouts=Timeouts(read=REFLECTION_TIMEOUT_S), api_key=rkey)],
                                   max_outage=spec.max_outage, on_event=sink)
         reflection.endpoints[0].report = reports[-1]
+        reflection.endpoints[0].max_model_len = await max_model_len(targets[-1], startup_timeout)
         stack.push_async_callback(reflection.aclose)
     if probes:
         for p in (pool, reflection):

@@ -86,3 +86,33 @@ def test_an_identity_job_is_never_silent(tmp_path):
     assert {"validation evaluation", "test evaluation"} <= {e["phase"] for e in progress}
     ends = [e for e in progress if e["done"] == e["total"] > 0]
     assert len(ends) >= 2 and all("eta_s" in e and "rate_per_s" in e for e in ends)
+
+
+class _Failing:
+    def __init__(self, failures: dict[str, int]) -> None:
+        self._failures = failures
+
+    def failures(self) -> dict[str, int]:
+        return dict(self._failures)
+
+
+def test_the_progress_line_shows_the_methods_model_call_failures_per_component_and_kind():
+    """Issue W item 4: reflection / judge / probe calls that gave the method no text are on the progress line."""
+    clients = {"reflection": _Failing({"context_length_exceeded": 3}), "judge": _Failing({}),
+               "probe": _Failing({"http_status": 1, "timeout": 1})}
+    ledger = BudgetLedger(20)
+    progress = Progress(ledger, quiet=False, interval=5.0, clock=_Clock(), clients=clients)
+    reservation = ledger.reserve(10)
+    with capture_logs() as events:
+        for slot in range(10):
+            ledger.commit(reservation, slot, RolloutStatus.SUCCESS)
+        progress(_record(RolloutStatus.SUCCESS))
+    (line,) = [e for e in events if e.get("kind") == "progress"]
+    assert line["event"].endswith("probe failures 2 (http_status 1, timeout 1) "
+                                  "reflection failures 3 (context_length_exceeded 3)")
+    assert line["model_call_failures"] == {"probe": {"http_status": 1, "timeout": 1},
+                                           "reflection": {"context_length_exceeded": 3}}
+    clean = Progress(BudgetLedger(20), quiet=False, interval=0.0, clock=_Clock(), clients={"reflection": _Failing({})})
+    with capture_logs() as events:
+        clean(_record(RolloutStatus.SUCCESS))
+    assert all("failures" not in e["event"] for e in events)
