@@ -15,6 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from core.canonical import content_hash
 
 SCHEMA_VERSION = 1
+# the keys of a topology's output metadata that hold produced text (RolloutRecord.without_outputs)
+OUTPUT_METADATA = ("role_outputs", "last_tool_result")
 
 
 class Frozen(BaseModel):
@@ -224,6 +226,17 @@ class RolloutRecord(BaseModel):
     @property
     def usable(self) -> bool:
         return self.status.usable and not self.budget_exhausted
+
+    def without_outputs(self) -> RolloutRecord:
+        """This record without the texts a rollout produced: its final output and, in the topology's metadata,
+        each role's output and the last tool result (the store holds them all). What a phase keeps of every
+        rollout it ran, so that memory does not grow with response size beyond what is in flight."""
+        topology = self.metadata.get("topology")
+        update: dict[str, Any] = {"final_output": None}
+        if isinstance(topology, dict) and any(k in topology for k in OUTPUT_METADATA):
+            kept = {k: v for k, v in topology.items() if k not in OUTPUT_METADATA}
+            update["metadata"] = {**self.metadata, "topology": kept}
+        return self.model_copy(update=update)
 
 
 def rollout_usage_totals(records: Sequence[RolloutRecord]) -> dict[str, Any]:

@@ -141,7 +141,7 @@ class Evaluator:
 
 
 def _slim(record: RolloutRecord, keep_outputs: bool) -> RolloutRecord:
-    return record if keep_outputs else record.model_copy(update={"final_output": None})
+    return record if keep_outputs else record.without_outputs()
 
 
 def _no_output(record: dict[str, Any]) -> dict[str, Any]:

@@ -110,7 +110,7 @@ class LedgerRunner:
             budget = self._ledger.snapshot().as_dict()
             if rec.charged:
                 self.charged_artifacts.append({"record": next(after), "budget_after": budget})
-            self.records.append((rec.model_copy(update={"final_output": None}), budget))
+            self.records.append((rec.without_outputs(), budget))
             if rec.status.value == "infrastructure_failure":
                 self._infra_run += 1
             elif not rec.budget_exhausted:
