@@ -67,26 +67,59 @@ def configure(log_format: LogFormat = "console", *, quiet: bool = False, route_s
 
 
 # Agent frameworks log every failure they see (AutoGen: one `Error processing publish message` per failed agent
-# message, hundreds under faults; CrewAI likewise). The engine records each such failure as the attempt's error,
-# so their lines say nothing new: they reach stderr through the engine's handler (rendered like every event, JSON
-# with --log-format json), and --quiet drops them.
+# message, hundreds under faults; CrewAI an `OpenAI API call failed` through the ROOT logger). The engine records
+# each such failure as the attempt's error, so their lines say nothing new. They reach stderr through the engine's
+# handler: with --log-format json every one (a machine filters by `logger_name`), on the console the first
+# FRAMEWORK_LINES of each framework and then one line saying the rest are not shown; --quiet drops them all.
 FRAMEWORK_LOGGERS = ("autogen_core", "autogen_agentchat", "autogen_ext", "crewai", "langgraph", "langchain",
                      "langchain_core", "openai.agents", "LiteLLM")
+# a record of a logger outside those (the root logger) is the framework's when its source file is in one of these
+FRAMEWORK_PACKAGES = ("autogen_core", "autogen_agentchat", "autogen_ext", "crewai", "langgraph", "langchain",
+                      "langchain_core", "agents", "litellm")
+FRAMEWORK_LINES = 3
 
 
-def is_framework_record(name: str) -> bool:
-    return any(name == root or name.startswith(root + ".") for root in FRAMEWORK_LOGGERS)
+def is_framework_record(name: str, pathname: str = "") -> bool:
+    if any(name == root or name.startswith(root + ".") for root in FRAMEWORK_LOGGERS):
+        return True
+    path = pathname.replace("\\", "/")
+    return "site-packages/" in path and path.split("site-packages/", 1)[1].split("/", 1)[0] in FRAMEWORK_PACKAGES
+
+
+def framework_of(record: logging.LogRecord) -> str:
+    path = record.pathname.replace("\\", "/")
+    if "site-packages/" in path:
+        return path.split("site-packages/", 1)[1].split("/", 1)[0]
+    return record.name.split(".", 1)[0]
 
 
 class _EngineHandler(logging.StreamHandler):  # type: ignore[type-arg]
-    """stdlib logging (aiohttp, asyncio) rendered like the engine's own events, to the current stderr; under
-    --quiet the frameworks' records are dropped."""
+    """stdlib logging (aiohttp, asyncio) rendered like the engine's own events, to the current stderr; the
+    frameworks' records: all of them in JSON, the first FRAMEWORK_LINES per framework on the console, none under
+    --quiet."""
 
     quiet = False
+    limit: int | None = None
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.shown: dict[str, int] = {}
 
     def emit(self, record: logging.LogRecord) -> None:
-        if self.quiet and is_framework_record(record.name):
-            return
+        if is_framework_record(record.name, record.pathname):
+            if self.quiet:
+                return
+            if self.limit is not None:
+                framework = framework_of(record)
+                seen = self.shown[framework] = self.shown.get(framework, 0) + 1
+                if seen > self.limit + 1:
+                    return
+                if seen == self.limit + 1:
+                    record = logging.makeLogRecord({
+                        "name": record.name, "levelno": logging.WARNING, "levelname": "WARNING",
+                        "msg": f"{framework}: further log records of this framework are not shown (the engine "
+                               "records each failure as its attempt's error in the card; --log-format json shows "
+                               "them all, --quiet none)"})
         self.stream = sys.stderr
         with _lock:
             super().emit(record)
@@ -99,6 +132,7 @@ def _route_stdlib_logging(renderer: Any, quiet: bool = False) -> None:
         root.removeHandler(handler)
     handler = _EngineHandler()
     handler.quiet = quiet
+    handler.limit = None if renderer is not render_human else FRAMEWORK_LINES
     handler.setLevel(logging.WARNING)
     handler.setFormatter(structlog.stdlib.ProcessorFormatter(
         processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],

@@ -139,6 +139,62 @@ def test_framework_loggers_go_through_the_engine_handler_and_quiet_drops_them(ca
     assert [e["logger_name"] for e in events] == [*framework, "autogen_corefake", "engine.test"]
 
 
+def test_a_framework_record_on_the_root_logger_is_the_frameworks(capsys: pytest.CaptureFixture[str]):
+    """CrewAI logs `OpenAI API call failed: ...` with `logging.error`, i.e. on the ROOT logger: its source file
+    makes it a framework record all the same (dropped under --quiet); an engine record on the root logger stays."""
+    import logging
+
+    from engine import log as logs
+
+    def root_record(path: str) -> logging.LogRecord:
+        return logging.makeLogRecord({"name": "root", "levelno": logging.ERROR, "levelname": "ERROR",
+                                      "msg": "OpenAI API call failed: 502", "pathname": path})
+
+    crewai = "/venv/lib/python3.11/site-packages/crewai/llms/providers/openai/completion.py"
+    assert logs.is_framework_record("root", crewai)
+    assert not logs.is_framework_record("root", "/work/engine/job/run_job.py")
+    assert not logs.is_framework_record("root", "/venv/lib/python3.11/site-packages/aiohttp/web.py")
+    logs.configure("json", quiet=True)
+    try:
+        logging.getLogger().handle(root_record(crewai))
+        logging.getLogger().handle(root_record("/work/engine/job/run_job.py"))
+    finally:
+        restore_console_logging()
+    events = [json.loads(line) for line in capsys.readouterr().err.splitlines()]
+    assert len(events) == 1 and events[0]["event"] == "OpenAI API call failed: 502"
+
+
+def test_the_console_shows_a_frameworks_first_records_then_one_line(capsys: pytest.CaptureFixture[str]):
+    """Hundreds of per-failure lines of a framework under faults: the console shows the first FRAMEWORK_LINES of
+    each framework, then one line naming it; JSON keeps every record (a machine filters by logger_name)."""
+    import logging
+
+    from engine import log as logs
+
+    logs.configure("console")
+    try:
+        for i in range(50):
+            logging.getLogger("autogen_core").error("Error processing publish message for manager %d", i)
+            logging.getLogger("crewai.agent").error("agent failed %d", i)
+        logging.getLogger("aiohttp.client").warning("not a framework")
+    finally:
+        restore_console_logging()
+    lines = capsys.readouterr().err.splitlines()
+    n = logs.FRAMEWORK_LINES
+    assert sum("Error processing publish message" in line for line in lines) == n
+    assert sum("agent failed" in line for line in lines) == n
+    notices = [line for line in lines if "further log records of this framework are not shown" in line]
+    assert [line.split(":")[0] for line in notices] == ["autogen_core", "crewai"]
+    assert lines[-1] == "not a framework" and len(lines) == 2 * (n + 1) + 1
+    logs.configure("json")
+    try:
+        for i in range(20):
+            logging.getLogger("autogen_core").error("Error processing publish message for manager %d", i)
+    finally:
+        restore_console_logging()
+    assert len(capsys.readouterr().err.splitlines()) == 20
+
+
 def restore_console_logging() -> None:
     """Undo logs.configure("json"): the console renderer, no engine handler on the root logger, warnings uncaptured."""
     import logging
