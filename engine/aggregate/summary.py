@@ -25,6 +25,7 @@ SUMMARY_SCHEMA = "mas-promptbench-summary/v1"
 OPTIMIZER_SEEDS = (0, 1, 2)
 FAMILIES = ("task", "method", "none")
 FAILURE_TOTALS = ("infrastructure_failures", "semantic_failures", "budget_exhausted", "skipped")
+ARMS = ("baseline", "deployed")  # the test phase's two arms: the seed bundle and the deployed one
 
 BootstrapCI = Callable[[Sequence[Sequence[tuple[float, float]]], int], tuple[float, float]]
 
@@ -58,6 +59,20 @@ def failure_totals(jobs: Iterable[JobResult]) -> dict[str, int] | None:
     return totals
 
 
+def failure_totals_by_arm(jobs: Iterable[JobResult]) -> dict[str, dict[str, int]] | None:
+    """Failure counts summed over jobs, per test arm (``baseline`` = the seed bundle, ``deployed``); None unless
+    every job reports them. The arms are never added together here: a semantic failure of the seed bundle and one
+    of the deployed bundle are different facts."""
+    totals = {arm: dict.fromkeys(FAILURE_TOTALS, 0) for arm in ARMS}
+    for job in jobs:
+        if job.failure_counts is None:
+            return None
+        for arm in ARMS:
+            for name in FAILURE_TOTALS:
+                totals[arm][name] += int(job.failure_counts.get(arm, {}).get(name, 0))
+    return totals
+
+
 def _per_seed_job(job: JobResult) -> dict[str, Any]:
     return {
         "selected_candidate": job.selected_candidate,
@@ -79,7 +94,7 @@ def _seed_row(job: JobResult) -> dict[str, Any]:
     wins, losses = discordant_pairs(job.baseline_scores, job.deployed_scores)
     return {"seed": job.seed, "n": len(job.example_ids), "baseline": baseline, "deployed": deployed,
             "delta_pp": 100.0 * (deployed - baseline), "wins": wins, "losses": losses,
-            "failure_totals": failure_totals([job])}
+            "failure_totals": failure_totals([job]), "failure_totals_by_arm": failure_totals_by_arm([job])}
 
 
 def _id_problems(by_seed: Mapping[int, JobResult]) -> list[str]:
@@ -136,7 +151,8 @@ def summarize_cell(
         "jobs": [job.path for job in jobs],
         "per_seed_job": {str(seed): _per_seed_job(job) for seed, job in sorted(by_seed.items())},
         "fallbacks": sum(1 for job in by_seed.values() if job.is_fallback),
-        "failure_totals": failure_totals(jobs),  # over every job file of the cell
+        "failure_totals": failure_totals(jobs),  # over every job file of the cell, both arms
+        "failure_totals_by_arm": failure_totals_by_arm(jobs),
         "per_seed": [_seed_row(job) for seed, job in sorted(by_seed.items())
                      if job.valid_for_aggregation and seed not in duplicated],
         "mean_delta_pp": None,

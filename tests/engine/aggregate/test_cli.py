@@ -96,7 +96,23 @@ def test_failure_columns_show_dash_when_absent(tmp_path, write_cell, capsys):
     write_cell(failure_counts=False)
     assert main([str(tmp_path), "--bootstrap", "100"]) == 0
     row = capsys.readouterr().out.splitlines()[1].split("\t")
-    assert row[-4:] == ["-", "-", "-", "-"]
+    assert row[-6:] == ["-"] * 6
+
+
+def test_failure_columns_are_per_arm_not_the_sum_of_both(tmp_path, write_cell, capsys):
+    paths = write_cell()
+    assert main([str(tmp_path), "--bootstrap", "100"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    row = dict(zip(HEADER, lines[1].split("\t")))
+    counts = [json.loads(path.read_text())["test"]["failure_counts"] for path in paths]
+    for column, kind in (("sem_fail", "semantic_failures"), ("infra", "infrastructure_failures")):
+        seed_arm = sum(c["baseline"][kind] for c in counts)
+        deployed_arm = sum(c["deployed"][kind] for c in counts)
+        assert (row[f"{column}_seed"], row[f"{column}_deployed"]) == (str(seed_arm), str(deployed_arm))
+    first = counts[0]
+    assert (f"sem_fail={first['baseline']['semantic_failures']}/{first['deployed']['semantic_failures']} "
+            "(seed/deployed)") in lines[2]
+    assert "sem_fail" not in HEADER and "infra" not in HEADER
 
 
 def test_nonconformant_included_with_flag(tmp_path, write_cell, capsys):
