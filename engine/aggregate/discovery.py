@@ -61,10 +61,16 @@ class JobResult:
     deployed_scores: tuple[float, ...]
     failure_counts: Mapping[str, Mapping[str, int]] | None
     learning_curve: str | None
+    endpoint_kind: str | None = None  # "simulated" | "openai-compatible"; absent in older result.json files
 
     @property
     def cell(self) -> dict[str, Any]:
         return dict(zip(GRID_FIELDS, self.grid))
+
+    @property
+    def simulated_or_nonconformant(self) -> bool:
+        """A number from this job must not be published as a protocol result (plots carry a mark)."""
+        return not self.protocol_conformant or self.endpoint_kind == "simulated"
 
     @property
     def is_fallback(self) -> bool:
@@ -171,6 +177,7 @@ def parse_result(data: Any, path: str, learning_curve: str | None = None) -> Job
         deployed_scores=deployed,
         failure_counts=counts.to_json() if counts else None,
         learning_curve=learning_curve,
+        endpoint_kind=result.endpoint_kind,
     )
 
 

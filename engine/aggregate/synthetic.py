@@ -62,6 +62,7 @@ def synthetic_result(
     failure_counts: bool = True,
     baseline_rate: float | None = None,
     gain: float | None = None,
+    endpoint_kind: str | None = None,
 ) -> dict[str, Any]:
     """One seed's result.json content with random paired binary test scores."""
     ids = example_ids if example_ids is not None else [f"{grid['task']}-{i:04d}" for i in range(n_items)]
@@ -89,7 +90,7 @@ def synthetic_result(
         method=grid["method"], optimizer_seed=seed, grid_cell=GridCell(**grid),
         registry_key=registry or registry_key(grid["topology"], grid["framework"], grid["communication"],
                                               grid["team_size"]),
-        source_tables=source_tables or [3], condition_id="synthetic",
+        source_tables=source_tables or [3], condition_id="synthetic", endpoint_kind=endpoint_kind,
         optimization=ResultOptimization(
             status="completed", failure_kind=None, stop_reason="rollout_budget_spent",
             budget=BudgetSnapshot(maximum=600, charged=600, reserved=0, remaining=0, attempted=600 + infra,
@@ -112,7 +113,10 @@ def synthetic_result(
 
 def job_dir(root: Path, result: dict[str, Any]) -> Path:
     grid = result["grid_cell"]
-    return (Path(root) / grid["method"] / grid["task"] / result["registry_key"] / grid["task_model"]
+    runtime = result["registry_key"]
+    if grid["framework"] != "langgraph" and not runtime.endswith(grid["framework"]):
+        runtime = f"{runtime}_{grid['framework']}"  # native and LangGraph runs of one registry key apart
+    return (Path(root) / grid["method"] / grid["task"] / runtime / grid["task_model"]
             / str(result["optimizer_seed"]))
 
 
