@@ -74,8 +74,7 @@ def synthetic_result(
     if fallback:
         deployed = list(baseline)
     infra = rng.randrange(3)
-    base_mean = sum(baseline) / len(ids)
-    dep_mean = sum(deployed) / len(ids)
+    base_mean, dep_mean = sum(baseline) / len(ids), sum(deployed) / len(ids)
     counts = {
         arm: {"n": len(ids), "usable": len(ids), "success": sum(scores),
               "semantic_failures": len(ids) - sum(scores), "infrastructure_failures": infra if arm == "baseline" else 0,

@@ -98,12 +98,12 @@ def curve_plots(pyplot: Any, results: Sequence[JobResult]) -> tuple[list[Plot], 
         figure, grid = pyplot.subplots(nrows, ncols, squeeze=False, sharex=True, sharey=True,
                                        figsize=(3.3 * ncols + 0.6, 2.7 * nrows + 1.2))
         labels = []
-        for index, key in enumerate(order):
+        for index, condition in enumerate(order):
             axes = grid.flat[index]
-            label = condition_label(first[key].cell, first[key].registry_key, parts=("runtime", "framework",
+            label = condition_label(first[condition].cell, first[condition].registry_key, parts=("runtime", "framework",
                                                                                       "task_model"))
             labels.append(label)
-            _draw(axes, conditions[key])
+            _draw(axes, conditions[condition])
             axes.set_title(label, fontsize="small")
         for index, axes in enumerate(grid.flat):
             if index >= len(order):

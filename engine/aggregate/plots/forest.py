@@ -20,7 +20,9 @@ MIN_SPAN_PP = 10.0
 
 def _draw(axes: Any, task: str, cells: Sequence[Mapping[str, Any]]) -> tuple[list[str], dict[str, tuple[float,
                                                                                                        float]]]:
-    labels, intervals, bounds = [], {}, []
+    labels: list[str] = []
+    intervals: dict[str, tuple[float, float]] = {}
+    bounds: list[float] = []
     for row, cell in enumerate(cells):
         low, high = cell["confidence_interval_delta_pp"]
         mid = cell["mean_delta_pp"]

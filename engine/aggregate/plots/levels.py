@@ -24,7 +24,8 @@ TICK_PARTS = ("runtime", "framework")
 
 def _panel(axes: Any, task: str, cells: Sequence[Mapping[str, Any]], intervals: dict[str, tuple[float, float]]) \
         -> list[str]:
-    labels, values = [], []
+    labels: list[str] = []
+    values: list[float] = []
     for x, cell in enumerate(cells):
         base, dep = 100.0 * cell["macro_baseline"], 100.0 * cell["macro_deployed"]
         low, high = (base + bound for bound in cell["confidence_interval_delta_pp"])
