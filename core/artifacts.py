@@ -117,6 +117,12 @@ class EndpointReport(Artifact):
 
 
 # ------------------------------------------------------------------------------------------------- artifacts
+class SmokeRun(Artifact):
+    """A smoke run's scope (`job --smoke N`): every phase on the first N rows of each split."""
+
+    rows_per_split: int
+
+
 class JobIdentity(Artifact):
     """job.json: the sealed identity of a job (a resumed job must rebuild exactly this)."""
 
@@ -148,6 +154,8 @@ class JobIdentity(Artifact):
     # present only for a method whose implementation changed since v1 of this engine (optimizers.registry
     # method_implementation_id): an in-progress job written before the change is refused in one line naming it
     method_implementation_id: str | None = None
+    # present only for a smoke run (engine/job/smoke.py): an ordinary job.json is unchanged and stays resumable
+    smoke: SmokeRun | None = None
 
 
 class Optimization(Artifact):
