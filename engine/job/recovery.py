@@ -93,10 +93,12 @@ async def recover(out: Path, store: Store, cell_id: str, *, quiet: bool = False)
                        reason="re-run after infrastructure failures")
 
 
-def say_replays(ctx: JobContext) -> str:
+def say_replays(ctx: JobContext, resuming: bool = True) -> str | None:
     """The one line a resumed job prints: what it answered from the store instead of sending again (whole
     rollouts, and model calls of rollouts re-run in part and of the method's reflection, judge and probe calls;
     a sealed artifact reused is neither)."""
+    if not resuming:
+        return None
     rollouts = ctx.progress.replayed_rollouts if ctx.progress is not None else 0
     calls = ctx.runner.calls.replayed + sum(c.replayed_calls for c in ctx.clients.values())
     line = f"resumed: {rollouts} rollouts and {calls} model calls replayed from the store"

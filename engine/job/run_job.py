@@ -82,6 +82,7 @@ class Prepared:
     seed_bundle: PromptBundle
     identity: JobIdentity
     cfg: JobConfig  # the config as run: a smoke run's budget resolved (engine/job/smoke.py)
+    least: int  # the method's smallest budget for these splits (protocol 8.9)
 
 
 def prepare(cfg: JobConfig, bench: Benchmark | None = None) -> Prepared:
@@ -111,8 +112,7 @@ def prepare(cfg: JobConfig, bench: Benchmark | None = None) -> Prepared:
     sizes = {name: len(data.splits.ids(name)) for name in ("train", "validation", "test")}
     identity = build_identity(cfg, seed, data.split_sha256, sizes, scorer_id=bench.scorer_id,
                               tool_environment=tool_environment(bench))
-    announce(cfg, least)
-    return Prepared(bench, topology, optimizer, clients, data, seed, identity, cfg)
+    return Prepared(bench, topology, optimizer, clients, data, seed, identity, cfg, least)
 
 
 async def run_job(cfg: JobConfig, bench: Benchmark | None = None, *, shared_pool: EndpointPool | None = None,
@@ -126,6 +126,7 @@ async def run_job(cfg: JobConfig, bench: Benchmark | None = None, *, shared_pool
     cfg = ready.cfg
     resuming = check_out_dir(cfg.out, ready.identity)
     check_phase_inputs(cfg)
+    announce(cfg, ready.least)
     async with AsyncExitStack() as stack:
         if shared_pool is not None:
             pool, reflection = shared_pool, shared_reflection if uses_reflection(cfg.method) else None
@@ -148,8 +149,7 @@ async def run_job(cfg: JobConfig, bench: Benchmark | None = None, *, shared_pool
                 try:
                     result = await run_phases(ctx)
                 finally:
-                    if resuming:
-                        say_replays(ctx)
+                    say_replays(ctx, resuming)
         except BaseException as exc:
             try:  # nodes in flight end cancelled: a failed run leaves none running
                 with anyio.fail_after(30, shield=True):
