@@ -117,6 +117,11 @@ class EndpointReport(Artifact):
 
 
 # ------------------------------------------------------------------------------------------------- artifacts
+class SmokeRun(Artifact):
+    """A smoke run's scope (`job --smoke N`): every phase on the first N rows of each split."""
+    rows_per_split: int
+
+
 class JobIdentity(Artifact):
     """job.json: the sealed identity of a job (a resumed job must rebuild exactly this)."""
 
@@ -148,6 +153,7 @@ class JobIdentity(Artifact):
     # present only for a method whose implementation changed since v1 of this engine (optimizers.registry
     # method_implementation_id): an in-progress job written before the change is refused in one line naming it
     method_implementation_id: str | None = None
+    smoke: SmokeRun | None = None  # a smoke run's only (engine/job/smoke.py): ordinary job.json files unchanged
 
 
 class Optimization(Artifact):

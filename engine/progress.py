@@ -14,6 +14,10 @@ calls that gave the method no text, by kind: `reflection failures 3 (context_len
 
 Lines are throttled by time (`clock` is injectable for tests), never by count only, so a 600-rollout phase on a
 fast endpoint prints a handful of lines and a slow one still prints one every few seconds.
+
+Rollouts replayed from the store (a resumed job: `record.replayed`) are counted apart (`replayed=N` on the line,
+`replayed_rollouts` for the resume line) and never in a rate or ETA: those measure the live rollouts only, so a
+resumed job does not show the speed of reading its store. `prefix` starts every line (a smoke run's `[smoke 3] `).
 """
 
 from __future__ import annotations
@@ -36,10 +40,13 @@ class _Phase:
     total: int
     started: float
     done: int = 0
+    replayed: int = 0
     counts: dict[str, int] = field(default_factory=lambda: {s.value: 0 for s in RolloutStatus})
 
 
 def _eta(remaining: int, done: int, elapsed: float) -> float | None:
+    if remaining <= 0:
+        return 0.0
     if done <= 0 or elapsed <= 0:
         return None
     return round(remaining / (done / elapsed), 1)
@@ -47,9 +54,13 @@ def _eta(remaining: int, done: int, elapsed: float) -> float | None:
 
 class Progress:
     def __init__(self, ledger: BudgetLedger | None, quiet: bool, *, interval: float = 5.0,
-                 clock: Callable[[], float] = time.monotonic, clients: Mapping[str, Any] | None = None):
+                 clock: Callable[[], float] = time.monotonic, clients: Mapping[str, Any] | None = None,
+                 prefix: str = ""):
         self.ledger, self.quiet, self.interval, self.clock = ledger, quiet, interval, clock
         self.clients = dict(clients or {})
+        self.prefix = prefix
+        self.replayed_rollouts = 0  # every rollout replayed from the store, all phases
+        self._replayed_charged = 0  # of them, the optimize phase's charged ones (not live work)
         self._phase: _Phase | None = None
         self._started = clock()
         self._last_line = float("-inf")
@@ -79,11 +90,16 @@ class Progress:
     # ------------------------------------------------------------------ the runner's hook
     def __call__(self, record: RolloutRecord) -> None:
         phase = self._phase
+        if record.replayed:
+            self.replayed_rollouts += 1
         if phase is not None:
             phase.done += 1
+            phase.replayed += 1 if record.replayed else 0
             phase.counts[record.status.value] += 1
             self._emit(force=False)
         elif self.ledger is not None:
+            if record.replayed and record.usable:
+                self._replayed_charged += 1
             self._emit_optimize(record)
 
     def _emit(self, force: bool) -> None:
@@ -92,14 +108,17 @@ class Progress:
             return
         self._last_line = now
         elapsed = now - phase.started
-        rate = round(phase.done / elapsed, 2) if elapsed > 0 else None
+        live = phase.done - phase.replayed
+        rate = round(live / elapsed, 2) if elapsed > 0 else None
         infra, semantic = phase.counts["infrastructure_failure"], phase.counts["semantic_failure"]
-        eta = _eta(phase.total - phase.done, phase.done, elapsed)
-        log.info(f"progress: {phase.label} {phase.done}/{phase.total} failures: infrastructure={infra} "
-                 f"semantic={semantic} rate={rate if rate is not None else '-'}/s "
+        eta = _eta(phase.total - phase.done, live, elapsed)
+        replayed = f" replayed={phase.replayed}" if phase.replayed else ""
+        log.info(f"progress: {self.prefix}{phase.label} {phase.done}/{phase.total}{replayed} failures: "
+                 f"infrastructure={infra} semantic={semantic} rate={rate if rate is not None else '-'}/s "
                  f"eta={eta if eta is not None else '-'}s{self._failures_text()}", kind="progress",
-                 phase=phase.label, done=phase.done, total=phase.total, infrastructure_failures=infra,
-                 semantic_failures=semantic, rate_per_s=rate, eta_s=eta, model_call_failures=self.model_failures())
+                 phase=phase.label, done=phase.done, total=phase.total, replayed=phase.replayed,
+                 infrastructure_failures=infra, semantic_failures=semantic, rate_per_s=rate, eta_s=eta,
+                 model_call_failures=self.model_failures())
 
     def _emit_optimize(self, record: RolloutRecord) -> None:
         assert self.ledger is not None
@@ -109,10 +128,12 @@ class Progress:
             return
         self._last_line, self._last_charged = now, snap.charged
         elapsed = now - self._started
-        eta = _eta(snap.maximum - snap.charged, snap.charged, elapsed)
-        log.info(f"progress: charged={snap.charged}/{snap.maximum} attempted={snap.attempted} "
+        eta = _eta(snap.maximum - snap.charged, snap.charged - self._replayed_charged, elapsed)
+        replayed = f" replayed={self._replayed_charged}" if self._replayed_charged else ""
+        log.info(f"progress: {self.prefix}charged={snap.charged}/{snap.maximum}{replayed} attempted={snap.attempted} "
                  f"infra={snap.infrastructure_failures} last={record.status.value} "
                  f"eta<={eta if eta is not None else '-'}s{self._failures_text()}", kind="progress",
-                 phase="optimize", charged=snap.charged, maximum=snap.maximum, attempted=snap.attempted,
+                 phase="optimize", charged=snap.charged, maximum=snap.maximum, replayed=self._replayed_charged,
+                 attempted=snap.attempted,
                  infrastructure_failures=snap.infrastructure_failures, last=record.status.value, eta_s=eta,
                  model_call_failures=self.model_failures())

@@ -65,6 +65,13 @@ class _Slot:
         return self.ledger.commit(self.res, self.index, status)
 
 
+@dataclass
+class CallTally:
+    """Model calls of rollout attempts answered from the store (shared by a runner's shallow copies)."""
+
+    replayed: int = 0
+
+
 class Runner:
     def __init__(self, *, store: Store, pool: EndpointPool, bench: Benchmark, topology: Topology,
                  run_node: str, retry: RetryPolicy = RetryPolicy(), concurrency: int | None = None,
@@ -82,6 +89,7 @@ class Runner:
         self._score_async = bench.score_async
         # scrubbed from tool results, scorer feedback and errors (read once, not per rollout)
         self._secrets = recorded_secrets()
+        self.calls = CallTally()  # the resume line's "M model calls replayed" (rollouts re-run in part)
 
     # ------------------------------------------------------------------ batches
     async def run_batch(self, specs: Sequence[RolloutSpec], decoding: dict[str, Any],
@@ -207,6 +215,8 @@ class Runner:
                 output = await self.topology.run(row, spec.bundle, ctx, self.bench)
         except TimeoutError as exc:
             raise EndpointTimeout(f"rollout attempt exceeded its deadline of {self.attempt_timeout} s") from exc
+        finally:
+            self.calls.replayed += ctx.replayed_calls
         if ctx.calls_observed == 0:
             raise ScorerError("zero observed model calls")
         try:

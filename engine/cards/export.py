@@ -149,7 +149,9 @@ def run_metadata(run_dir: Path, rows: dict[str, list[dict[str, Any]]], run_id: s
     test = result.get("test") or {}
     test_keys = ("baseline_mean", "deployed_mean", "delta_pp", "valid_for_aggregation", "failure_counts")
     selection = result.get("selection") or {}
+    smoke = job.get("smoke", job_note.get("smoke"))  # a smoke run only (engine/job/smoke.py)
     return {
+        **({"smoke": smoke} if smoke is not None else {}),
         "run_id": run_id, "cell_id": job.get("cell_id", run_id), "cell": job.get("cell", job_note.get("cell")),
         "method": job.get("method", job_note.get("method")),
         "seed": job.get("optimizer_seed", job_note.get("optimizer_seed")),

@@ -26,6 +26,7 @@ class JobPayload(_Payload):
     nonconformance_reasons: list[str] | None = None
     endpoint_kind: str | None = None
     task_model_id: str | None = None
+    smoke: dict[str, Any] | None = None  # a smoke run's scope, {"rows_per_split": N} (engine/job/smoke.py)
 
 
 class ScorePayload(_Payload):

@@ -68,8 +68,13 @@ def job_main(argv: list[str]) -> int:
     _common(p)
     p.add_argument("--method", required=True, help="optimizer name (identity, gepa, mipro, mapro, maspo)")
     p.add_argument("--out", required=True, help="job directory (re-run the same command to resume)")
-    p.add_argument("--budget", type=int_in("--budget"), default=FULL_BUDGET,
-                   help="usable rollouts, 1..600 (600 = conformant)")
+    p.add_argument("--budget", type=int_in("--budget"), default=None,
+                   help=f"usable rollouts, 1..{FULL_BUDGET} (default {FULL_BUDGET} = conformant; with --smoke the "
+                        "method's smallest budget for the smoke splits)")
+    p.add_argument("--smoke", type=int_in("--smoke", 1), default=None, metavar="N",
+                   help="smoke run: every phase on the first N rows of each split (train, validation, test) at a "
+                        "small budget, non-conformant (skipped by aggregate unless --include-nonconformant); N "
+                        "larger than a split is refused")
     p.add_argument("--reflection-endpoint", help="reflection model base URL (also REFLECTION_MODEL_BASE_URL)")
     p.add_argument("--reflection-model", type=_model_id, help="reflection model id (also REFLECTION_MODEL_ID)")
     p.add_argument("--reflection-api-key-env", metavar="NAME", default=None,
@@ -96,9 +101,9 @@ def job_main(argv: list[str]) -> int:
                        reflection_api_key_env=args.reflection_api_key_env, startup_timeout=args.startup_timeout,
                        unsafe_sandbox=args.unsafe_sandbox, phase=args.phase,
                        allow_any_cell=args.allow_any_cell, dataset_options=dataset_options(args),
-                       max_outage=args.max_outage)
+                       max_outage=args.max_outage, smoke=args.smoke)
     result = anyio.run(run_job, cfg)
-    print(json.dumps(summary_line(result), sort_keys=True))
+    print(json.dumps(summary_line(result, smoke=cfg.smoke), sort_keys=True))
     return 0
 
 

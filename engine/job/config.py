@@ -58,6 +58,9 @@ class JobConfig:
     allow_any_cell: bool = False  # off-grid cells run only with it, and are marked non-conformant
     dataset_options: dict[str, Any] = field(default_factory=dict)  # e.g. HotpotQA retrieval (wiki_dir, ...)
     max_outage: float = DEFAULT_MAX_OUTAGE_S
+    # smoke run (`--smoke N`): every phase on the first N rows of each split, non-conformant (engine/job/smoke.py)
+    smoke: int | None = None
+    budget_given: bool = True  # False: --budget was not given (a smoke run then takes its method's smoke budget)
 
     @property
     def attempt_timeout(self) -> float:
@@ -114,7 +117,7 @@ def check_key_options(api_key_env: str, reflection_api_key_env: str, *, explicit
     api_key_from_env(reflection_api_key_env, required=explicit_reflection, what="--reflection-api-key-env")
 
 
-def build_config(*, cell: str, method: str, seed: int, out: str, budget: int, task_endpoints: list[str] | None,
+def build_config(*, cell: str, method: str, seed: int, out: str, budget: int | None, task_endpoints: list[str] | None,
                  model_id: str | None, data_dir: str | None, concurrency: int, reflection_endpoint: str | None = None,
                  reflection_model: str | None = None, allow_small_budget: bool = False, quiet: bool = False,
                  request_timeout: float = 1200.0, api_key_env: str | None = None,
@@ -122,10 +125,15 @@ def build_config(*, cell: str, method: str, seed: int, out: str, budget: int, ta
                  startup_timeout: float = DEFAULT_STARTUP_TIMEOUT_S, unsafe_sandbox: bool = False,
                  phase: str = "all", allow_any_cell: bool = False,
                  dataset_options: dict[str, Any] | None = None,
-                 max_outage: float = DEFAULT_MAX_OUTAGE_S) -> JobConfig:
+                 max_outage: float = DEFAULT_MAX_OUTAGE_S, smoke: int | None = None) -> JobConfig:
+    """`budget` None: not given (FULL_BUDGET, or with `smoke` the method's smoke budget, set by engine.job.smoke)."""
     parsed = parse_cell(check_cell_text(cell))
     if seed not in (0, 1, 2):
         raise UsageError(f"--seed must be 0, 1 or 2, got {seed}")
+    if smoke is not None and smoke < 1:
+        raise UsageError(f"--smoke must be >= 1 (rows per split), got {smoke}")
+    budget_given = budget is not None
+    budget = FULL_BUDGET if budget is None else budget
     if not 1 <= budget <= FULL_BUDGET:
         raise UsageError(f"--budget must be in 1..{FULL_BUDGET}, got {budget}")
     if phase not in PHASES:
@@ -159,5 +167,5 @@ def build_config(*, cell: str, method: str, seed: int, out: str, budget: int, ta
         reflection_api_key_env=reflection_api_key_env or DEFAULT_REFLECTION_API_KEY_ENV,
         startup_timeout=startup_timeout,
         unsafe_sandbox=unsafe_sandbox, phase=phase, allow_any_cell=allow_any_cell,
-        dataset_options=dict(dataset_options or {}),
+        dataset_options=dict(dataset_options or {}), smoke=smoke, budget_given=budget_given,
     )

@@ -15,6 +15,7 @@ from engine.job.config import JobConfig
 from engine.job.data import JobData
 from engine.job.evaluation import Evaluator
 from engine.job.late_clients import LateClient
+from engine.progress import Progress
 from engine.runner import Runner
 from engine.store import Store
 
@@ -35,6 +36,7 @@ class JobContext:
     evaluator: Evaluator
     # the optimizer's model clients (reflection, judge, probe), bound to recorded clients when optimization runs
     clients: dict[str, LateClient] = field(default_factory=dict)
+    progress: Progress | None = None  # the progress lines; counts the rollouts replayed from the store
 
     @property
     def out(self) -> Path:

@@ -11,14 +11,18 @@ from core.errors import ArtifactError, SealedSplitError
 from core.models import Row
 from core.protocol import split_hash
 from engine.job.artifacts import read_sealed
+from engine.job.smoke import smoke_splits
 
 
 class JobData:
-    def __init__(self, bench: Benchmark, data_dir: str | None, job_dir: Path):
+    """`rows_per_split`: a smoke run's first N rows of each split (engine/job/smoke.py), hashed as such."""
+
+    def __init__(self, bench: Benchmark, data_dir: str | None, job_dir: Path, rows_per_split: int | None = None):
         self.bench = bench
         self.data_dir = data_dir
         self.job_dir = job_dir
-        self.splits: Splits = bench.splits()
+        splits = bench.splits()
+        self.splits: Splits = splits if rows_per_split is None else smoke_splits(splits, rows_per_split)
         self.split_sha256 = split_hash(self.splits.as_hash_payload())
         self._cache: dict[str, list[Row]] = {}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from core.artifacts import BundleJson, CellFields, JobIdentity
+from core.artifacts import BundleJson, CellFields, JobIdentity, SmokeRun
 from core.canonical import content_hash
 from core.cell import grid_tables, on_grid, registry_key
 from core.contracts import JOB_CONTRACT_VERSION
@@ -24,6 +24,7 @@ from core.protocol import (
 from engine.job.artifacts import Sealed, read_json, write_artifact
 from engine.job.config import JobConfig
 from engine.job.evidence import without_evidence
+from engine.job.smoke import SMOKE_REASON
 from engine.store.check import check_store_file, holds_no_records
 from engine.store.schema import creating_path
 from optimizers.registry import METHODS, method_implementation_id
@@ -70,8 +71,12 @@ def build_identity(cfg: JobConfig, seed_bundle: PromptBundle, split_sha256: str,
         reasons.append("simulated_endpoint")
     elif cfg.task_model_id != TASK_MODELS[c.task_model]:
         reasons.append("task_model_id_not_canonical")
+    if cfg.smoke is not None:
+        reasons.append(SMOKE_REASON)
     implementation = method_implementation_id(cfg.method)
     versioned: dict[str, Any] = {} if implementation is None else {"method_implementation_id": implementation}
+    if cfg.smoke is not None:  # given only for a smoke run: an ordinary job.json is unchanged
+        versioned["smoke"] = SmokeRun(rows_per_split=cfg.smoke)
     return JobIdentity(
         **versioned, schema="mas-promptbench-job/v1", protocol_id=PROTOCOL_ID, protocol_hash=PROTOCOL_HASH,
         cell=CellFields(**c.model_dump()), cell_id=cid, method=cfg.method, optimizer_seed=cfg.seed,
@@ -99,10 +104,25 @@ def check_out_dir(out: Path, job: JobIdentity) -> bool:
     body = without_evidence(existing) if isinstance(existing, dict) else None
     identity = without_evidence(identity)
     if body != identity:
+        smoke = _smoke_mismatch(body, identity)
+        if smoke:
+            raise JobIdentityError(f"--out {out} {smoke}; use a fresh --out")
         differing = ", ".join(_differing(body, identity)) or "format"
         raise JobIdentityError(f"--out {out} holds another job (differs in: {differing}); use a fresh --out")
     check_store_present(out / "card.sqlite")
     return True
+
+
+def _smoke_mismatch(body: Any, identity: dict[str, Any]) -> str | None:
+    """A smoke run and a full job (or smoke runs of other sizes) differ in many fields (split hash, cell id,
+    budget, ...): the refusal names the one that matters."""
+    theirs = body.get("smoke") if isinstance(body, dict) else None
+    mine = identity.get("smoke")
+    if theirs == mine:
+        return None
+    def what(smoke: Any) -> str:
+        return "a full job" if smoke is None else f"a smoke run (smoke.rows_per_split={smoke.get('rows_per_split')})"
+    return f"holds {what(theirs)}, not {what(mine)} (differs in: smoke)"
 
 
 def _differing(body: Any, identity: dict[str, Any]) -> list[str]:

@@ -38,6 +38,11 @@ class LateClient:
     def usage(self) -> Any:
         return self._client().usage()
 
+    @property
+    def replayed_calls(self) -> int:
+        """The bound client's calls answered from the store (0 before it is bound)."""
+        return int(getattr(self._target, "replayed_calls", 0)) if self._target is not None else 0
+
     def failures(self) -> dict[str, int]:
         """The bound client's calls without usable text by kind ({} before it is bound)."""
         return dict(self._target.failures()) if self._target is not None else {}

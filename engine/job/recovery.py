@@ -27,6 +27,7 @@ import anyio
 
 from core.errors import ArtifactError
 from engine.job.artifacts import read_json
+from engine.job.context import JobContext
 from engine.store import Store
 from engine.log import get_logger
 
@@ -90,6 +91,20 @@ async def recover(out: Path, store: Store, cell_id: str, *, quiet: bool = False)
                  f"(earlier artifacts kept in recovered/g{store.generation}/)", kind="recovery", reasons=reasons)
     await store.mutate("job.recovery", "run", cell_id, actor="engine:job", new={"reasons": reasons, "moved": moved},
                        reason="re-run after infrastructure failures")
+
+
+def say_replays(ctx: JobContext, resuming: bool = True) -> str | None:
+    """The one line a resumed job prints: what it answered from the store instead of sending again (whole
+    rollouts, and model calls of rollouts re-run in part and of the method's reflection, judge and probe calls;
+    a sealed artifact reused is neither)."""
+    if not resuming:
+        return None
+    rollouts = ctx.progress.replayed_rollouts if ctx.progress is not None else 0
+    calls = ctx.runner.calls.replayed + sum(c.replayed_calls for c in ctx.clients.values())
+    line = f"resumed: {rollouts} rollouts and {calls} model calls replayed from the store"
+    if not ctx.cfg.quiet:
+        log.info(line, kind="resume", replayed_rollouts=rollouts, replayed_model_calls=calls)
+    return line
 
 
 async def record_failure(store: Store, run_node: str, exc: BaseException) -> None:

@@ -39,8 +39,9 @@ from engine.job.phase_heldout import held_out_test
 from engine.job.phase_optimize import optimize
 from engine.job.phase_select import select
 from engine.job.phases import check_phase_inputs, phase_summary
-from engine.job.recovery import record_failure, recover
+from engine.job.recovery import record_failure, recover, say_replays
 from engine.job.sandbox_gate import gate_sandbox
+from engine.job.smoke import announce, progress_prefix, smoke_budget
 from engine.log import get_logger
 from engine.progress import Progress
 from engine.reflection import ReflectionClient
@@ -80,6 +81,8 @@ class Prepared:
     data: JobData
     seed_bundle: PromptBundle
     identity: JobIdentity
+    cfg: JobConfig  # the config as run: a smoke run's budget resolved (engine/job/smoke.py)
+    least: int  # the method's smallest budget for these splits (protocol 8.9)
 
 
 def prepare(cfg: JobConfig, bench: Benchmark | None = None) -> Prepared:
@@ -96,20 +99,20 @@ def prepare(cfg: JobConfig, bench: Benchmark | None = None) -> Prepared:
     clients = late_clients(cfg.method)
     optimizer = get_optimizer(cfg.method, seed=cfg.seed, **clients)  # type: ignore[arg-type]
     claimed_tables(cfg)  # an off-grid cell is refused before any data is read
-    data = JobData(bench, cfg.data_dir, cfg.out)
+    data = JobData(bench, cfg.data_dir, cfg.out, rows_per_split=cfg.smoke)
     data.train()
     data.validation()
     least = smallest_budget(optimizer, len(data.splits.train), len(data.splits.validation))
+    cfg = smoke_budget(cfg, least)
     if cfg.budget < least and not cfg.allow_small_budget:
         raise UsageError(f"--budget {cfg.budget} is below {cfg.method}'s smallest useful budget "
                          f"({least}); pass --allow-small-budget to proceed anyway")
     roles = topology.roles(cfg.cell.task, cfg.cell.team_size)
     seed = load_seed_bundle(cfg.cell.topology, cfg.cell.task, roles)
-    sizes = {"train": len(data.splits.train), "validation": len(data.splits.validation),
-             "test": len(data.splits.test)}
+    sizes = {name: len(data.splits.ids(name)) for name in ("train", "validation", "test")}
     identity = build_identity(cfg, seed, data.split_sha256, sizes, scorer_id=bench.scorer_id,
                               tool_environment=tool_environment(bench))
-    return Prepared(bench, topology, optimizer, clients, data, seed, identity)
+    return Prepared(bench, topology, optimizer, clients, data, seed, identity, cfg, least)
 
 
 async def run_job(cfg: JobConfig, bench: Benchmark | None = None, *, shared_pool: EndpointPool | None = None,
@@ -120,8 +123,10 @@ async def run_job(cfg: JobConfig, bench: Benchmark | None = None, *, shared_pool
     endpoint; their health probes and wait events belong to the sweep) and its shared-evaluation cache; alone,
     the job opens, checks and watches its own."""
     ready = prepare(cfg, bench)
+    cfg = ready.cfg
     resuming = check_out_dir(cfg.out, ready.identity)
     check_phase_inputs(cfg)
+    announce(cfg, ready.least)
     async with AsyncExitStack() as stack:
         if shared_pool is not None:
             pool, reflection = shared_pool, shared_reflection if uses_reflection(cfg.method) else None
@@ -141,7 +146,10 @@ async def run_job(cfg: JobConfig, bench: Benchmark | None = None, *, shared_pool
             _bind_model_clients(ctx, reflection, pool)
         try:
             with long_lived_heap_frozen():  # setup's heap (data, schemas, modules) out of the collector's passes
-                result = await run_phases(ctx)
+                try:
+                    result = await run_phases(ctx)
+                finally:
+                    say_replays(ctx, resuming)
         except BaseException as exc:
             try:  # nodes in flight end cancelled: a failed run leaves none running
                 with anyio.fail_after(30, shield=True):
@@ -215,7 +223,7 @@ async def _open_run_node(cfg: JobConfig, store: Store, identity: JobIdentity) ->
         ident = identity.to_json()
         await store.annotate("node", run_node, "mpb.job", {k: ident[k] for k in
                              ("cell", "method", "optimizer_seed", "budget", "protocol_conformant",
-                              "nonconformance_reasons", "endpoint_kind", "task_model_id", "endpoint_reports")
+                              "nonconformance_reasons", "endpoint_kind", "task_model_id", "endpoint_reports", "smoke")
                               if k in ident}, actor="engine:job")
     else:
         await store.set_node_status(run_node, "running", actor="engine:job",
@@ -229,7 +237,7 @@ def _context(cfg: JobConfig, ready: Prepared, store: Store, pool: EndpointPool, 
              shared_evaluations: SharedEvaluations | None = None, gateway: Gateway | None = None) -> JobContext:
     ledger = BudgetLedger(cfg.budget)
     # optimize: charged/budget; each evaluation: done/total, rate, ETA; the method's model-call failures
-    progress = Progress(ledger, cfg.quiet, clients=ready.clients)
+    progress = Progress(ledger, cfg.quiet, clients=ready.clients, prefix=progress_prefix(cfg))
     runner = Runner(store=store, pool=pool, bench=ready.bench, topology=ready.topology, run_node=run_node,
                     retry=cfg.retry, concurrency=cfg.concurrency, attempt_timeout=cfg.attempt_timeout,
                     on_record=progress, gateway=gateway)
@@ -237,7 +245,8 @@ def _context(cfg: JobConfig, ready: Prepared, store: Store, pool: EndpointPool, 
                           evaluation_seed=cfg.seed, shared=shared_evaluations, progress=progress)
     return JobContext(cfg=cfg, identity=ready.identity, bench=ready.bench, topology=ready.topology,
                       optimizer=ready.optimizer, data=ready.data, seed_bundle=ready.seed_bundle, store=store,
-                      run_node=run_node, ledger=ledger, runner=runner, evaluator=evaluator, clients=ready.clients)
+                      run_node=run_node, ledger=ledger, runner=runner, evaluator=evaluator, clients=ready.clients,
+                      progress=progress)
 
 
 def _bind_model_clients(ctx: JobContext, reflection_endpoint: EndpointPool, pool: EndpointPool) -> None:
@@ -276,11 +285,13 @@ def _optimization_completed(out: Path) -> bool:
     return path.exists() and read_artifact(path, Optimization).artifact.status == "completed"
 
 
-def summary_line(result: dict[str, Any]) -> dict[str, Any]:
+def summary_line(result: dict[str, Any], smoke: int | None = None) -> dict[str, Any]:
+    """The stdout line; a smoke run's says `"smoke": N` (rows per split)."""
+    label = {} if smoke is None else {"smoke": smoke}
     if result.get("status") == "phase_completed":
-        return result
+        return {**result, **label}
     test = result["test"]
-    return {"status": result["status"], "cell_id": result["cell_id"], "baseline_mean": test["baseline_mean"],
+    return {**label, "status": result["status"], "cell_id": result["cell_id"], "baseline_mean": test["baseline_mean"],
             "deployed_mean": test["deployed_mean"], "delta_pp": test["delta_pp"],
             "valid_for_aggregation": test["valid_for_aggregation"],
             "fallback_reason": result["selection"]["fallback_reason"],

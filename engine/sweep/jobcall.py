@@ -6,6 +6,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from core.protocol import FULL_BUDGET
 from engine.chat.endpoint import EndpointPool
 from engine.job.config import JobConfig, build_config
 from engine.job.evaluation import SharedEvaluations
@@ -25,22 +26,29 @@ class JobSettings:
     simulated: bool = False  # endpoints are the built-in simulated policy: jobs are labelled simulated
     max_outage: float = 900.0
     dataset_options: dict[str, Any] = field(default_factory=dict)
+    smoke: int | None = None  # `sweep run --smoke N`: every job a smoke run on N rows per split (engine/job/smoke.py)
 
     def as_dict(self) -> dict[str, Any]:
+        smoke = {} if self.smoke is None else {"smoke": self.smoke}  # absent for a full sweep: old dirs still match
         return {"budget": self.budget, "allow_small_budget": self.allow_small_budget, "model_id": self.model_id,
                 "reflection_model": self.reflection_model, "simulated": self.simulated,
-                "dataset_options": self.dataset_options}
+                "dataset_options": self.dataset_options, **smoke}
+
+    @property
+    def job_budget(self) -> int | None:
+        """A smoke sweep at the default budget runs each job at its method's smoke budget (None: not given)."""
+        return None if self.smoke is not None and self.budget == FULL_BUDGET else self.budget
 
 
 def job_config(spec: JobSpec, runs_dir: Path, settings: JobSettings, task_urls: list[str],
                reflection_url: str | None) -> JobConfig:
     cfg = build_config(
-        cell=spec.cell, method=spec.method, seed=spec.seed, out=str(runs_dir / spec.key), budget=settings.budget,
+        cell=spec.cell, method=spec.method, seed=spec.seed, out=str(runs_dir / spec.key), budget=settings.job_budget,
         task_endpoints=[] if settings.simulated else list(task_urls), model_id=settings.model_id,
         data_dir=spec.data_dir, concurrency=settings.concurrency, reflection_endpoint=reflection_url,
         reflection_model=settings.reflection_model, allow_small_budget=settings.allow_small_budget, quiet=True,
         request_timeout=settings.request_timeout, allow_any_cell=spec.allow_any_cell,
-        dataset_options=settings.dataset_options, max_outage=settings.max_outage)
+        dataset_options=settings.dataset_options, max_outage=settings.max_outage, smoke=settings.smoke)
     # simulated: the job is labelled so (not read from TASK_ENDPOINTS); its calls still go to the sweep's pool
     return replace(cfg, task_endpoints=()) if settings.simulated else cfg
 

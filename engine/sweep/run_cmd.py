@@ -66,6 +66,9 @@ def make_parser() -> argparse.ArgumentParser:
     x.add_argument("--no-aggregate", action="store_true", help="skip `aggregate` at the end")
     x.add_argument("--include-nonconformant", action="store_true", help="passed to aggregate")
     x.add_argument("--quiet", action="store_true", help="no progress lines")
+    x.add_argument("--smoke", type=int_in("--smoke", 1), default=None, metavar="N",
+                   help="every job a smoke run (job --smoke N): the first N rows of each split, each method's "
+                        "smallest budget unless --budget is given below 600, non-conformant; needs its own --sweep-dir")
     return p
 
 
@@ -75,7 +78,7 @@ def settings_from(args: argparse.Namespace, model_id: str) -> JobSettings:
                        reflection_model=args.reflection_model or (SIM_REFLECTION if args.simulated else None),
                        concurrency=args.limit * max(1, len(args.task_endpoint or [])),
                        request_timeout=args.request_timeout, simulated=args.simulated,
-                       max_outage=args.max_outage)
+                       max_outage=args.max_outage, smoke=args.smoke)
 
 
 def run_main(argv: Sequence[str]) -> int:

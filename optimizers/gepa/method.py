@@ -66,6 +66,11 @@ class Gepa:
         self.merge_n = merge_subsample_size
         self.rng = random.Random(method_rng_seed("gepa", seed))
 
+    def smallest_budget(self, n_train: int, n_validation: int) -> int:
+        """Protocol 8.9 for these split sizes: the seed on the validation split + one proposal (parent and child on
+        a minibatch; 50 + 6 = 56 on every v1 dataset, 3 + 6 = 9 for a 3-row smoke run)."""
+        return n_validation + 2 * self.minibatch_size
+
     def plan(self, budget: int, n_train: int, n_validation: int) -> str:
         per_iter = 2 * self.minibatch_size
         left = budget - n_validation

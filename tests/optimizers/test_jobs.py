@@ -108,7 +108,7 @@ def test_gepa_that_never_improves_spends_exactly_the_budget(tmp_path):
 def test_a_small_budget_is_refused_unless_allowed(tmp_path):
     server = start_sim(bench())
     try:
-        with pytest.raises(UsageError, match="smallest useful budget \\(56\\)"):
+        with pytest.raises(UsageError, match="smallest useful budget \\(26\\)"):  # 20 validation + 2 x 3 (8.9)
             run(tmp_path / "refused", server.base_url, method="gepa", budget=25)
         assert not (tmp_path / "refused").exists()
         with pytest.raises(UsageError, match="smallest useful budget \\(105\\)"):
