@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import fcntl
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AsyncExitStack, contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -42,7 +42,7 @@ from engine.job.phases import check_phase_inputs, phase_summary
 from engine.job.recovery import record_failure, recover
 from engine.job.sandbox_gate import gate_sandbox
 from engine.log import get_logger
-from engine.progress import Progress
+from engine.progress import Progress, ProgressSnapshot
 from engine.reflection import ReflectionClient
 from engine.runner import Runner
 from engine.store import Store
@@ -60,9 +60,13 @@ def job_lock(out: Path) -> Iterator[None]:
     """One process per job directory: a second `job` on the same --out is refused while the first runs."""
     fh = open(out / ".job.lock", "a+")
     try:
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        for _ in range(10):  # `sweep status` holds a shared lock for an instant when it probes (engine/sweep/live.py)
+            try:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                time.sleep(0.02)
+        else:
             raise UsageError(f"another process is running the job in {out}; wait for it or use another --out")
         yield
     finally:
@@ -114,11 +118,13 @@ def prepare(cfg: JobConfig, bench: Benchmark | None = None) -> Prepared:
 
 async def run_job(cfg: JobConfig, bench: Benchmark | None = None, *, shared_pool: EndpointPool | None = None,
                   shared_reflection: EndpointPool | None = None,
-                  shared_evaluations: SharedEvaluations | None = None) -> dict[str, Any]:
+                  shared_evaluations: SharedEvaluations | None = None,
+                  on_progress: Callable[[ProgressSnapshot], None] | None = None) -> dict[str, Any]:
     """The phases up to `cfg.phase`; returns result.json's content (or the phase summary after an early phase).
     A sweep (engine/sweep) passes its checked endpoint pools (shared by all its jobs: one in-flight limit per
     endpoint; their health probes and wait events belong to the sweep) and its shared-evaluation cache; alone,
-    the job opens, checks and watches its own."""
+    the job opens, checks and watches its own. `on_progress` receives the job's progress snapshots (throttled;
+    engine/progress.py): a sweep records them for `sweep status`."""
     ready = prepare(cfg, bench)
     resuming = check_out_dir(cfg.out, ready.identity)
     check_phase_inputs(cfg)
@@ -136,7 +142,7 @@ async def run_job(cfg: JobConfig, bench: Benchmark | None = None, *, shared_pool
             await watch_pools(stack, store, *([pool] if reflection is None else [pool, reflection]))
         run_node = await _open_run_node(cfg, store, ready.identity)
         gateway = await stack.enter_async_context(Gateway()) if needs_gateway(ready.topology) else None
-        ctx = _context(cfg, ready, store, pool, run_node, shared_evaluations, gateway)
+        ctx = _context(cfg, ready, store, pool, run_node, shared_evaluations, gateway, on_progress)
         if reflection is not None:
             _bind_model_clients(ctx, reflection, pool)
         try:
@@ -226,10 +232,11 @@ async def _open_run_node(cfg: JobConfig, store: Store, identity: JobIdentity) ->
 
 
 def _context(cfg: JobConfig, ready: Prepared, store: Store, pool: EndpointPool, run_node: str,
-             shared_evaluations: SharedEvaluations | None = None, gateway: Gateway | None = None) -> JobContext:
+             shared_evaluations: SharedEvaluations | None = None, gateway: Gateway | None = None,
+             on_progress: Callable[[ProgressSnapshot], None] | None = None) -> JobContext:
     ledger = BudgetLedger(cfg.budget)
     # optimize: charged/budget; each evaluation: done/total, rate, ETA; the method's model-call failures
-    progress = Progress(ledger, cfg.quiet, clients=ready.clients)
+    progress = Progress(ledger, cfg.quiet, clients=ready.clients, report=on_progress)
     runner = Runner(store=store, pool=pool, bench=ready.bench, topology=ready.topology, run_node=run_node,
                     retry=cfg.retry, concurrency=cfg.concurrency, attempt_timeout=cfg.attempt_timeout,
                     on_record=progress, gateway=gateway)
