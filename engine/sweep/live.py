@@ -115,15 +115,43 @@ def liveness(row: JobRow, prog: ProgressRow | None, sweep_dir: Path, now: float)
     return "running" if fresh and alive is not False else "stale"
 
 
-def planned_rollouts(method: str, cell: str, budget: int) -> int | None:
-    """The rollouts a job plans (engine/sweep/cost.py's count; None when its task's splits are unknown)."""
+def planned_rollouts(method: str, cell: str, budget: int, job_dir: Path | None = None) -> int | None:
+    """The rollouts a job's runner will complete: the search budget, the seed bundle on validation and test, and
+    the candidate's evaluations on both (None when the task's splits are unknown). Refined by the job's sealed
+    artifacts as they appear: optimization.json gives the rollouts charged, and an incumbent equal to the seed
+    bundle (its evaluations are the seed's, reused, none run); selection.json whether a candidate was evaluated
+    on validation and whether the deployed bundle is the seed's (then the test has one arm to run)."""
+    from core.artifacts import Optimization, Selection
     from engine.sweep.cost import split_sizes
 
     try:
         _, n_val, n_test = split_sizes(parse_cell(cell).task)
     except (OSError, ValueError, KeyError):
         return None
-    return n_val + n_test if method == "identity" else budget + 2 * (n_val + n_test)
+    if method == "identity":
+        return n_val + n_test
+    search, cand_val, cand_test = budget, n_val, n_test
+    if job_dir is not None and (opt := _sealed(job_dir / "optimization.json", Optimization)) is not None:
+        search = opt.budget.charged
+        if opt.incumbent_bundle == opt.seed_bundle:
+            cand_val = cand_test = 0
+    if job_dir is not None and (sel := _sealed(job_dir / "selection.json", Selection)) is not None:
+        if sel.candidate_validation_id in (None, sel.baseline_validation_id):
+            cand_val = 0
+        if sel.deployed_bundle == sel.seed_bundle:
+            cand_test = 0
+    return search + n_val + n_test + cand_val + cand_test
+
+
+def _sealed(path: Path, model: Any) -> Any:
+    from engine.job.artifacts import read_artifact
+
+    if not path.is_file():
+        return None
+    try:
+        return read_artifact(path, model).artifact
+    except Exception:  # being written, or damaged: the job's own resume decides; here only a plan is refined
+        return None
 
 
 @dataclass(frozen=True)
@@ -135,6 +163,7 @@ class JobView:
 
     @property
     def done(self) -> int:
+        """Rollouts done; a job that ended (finished, failed) has none left to do: its plan is done."""
         snap = self.progress.snapshot if self.progress is not None else None
         if self.row.status in ("finished", "failed") and self.planned is not None:
             return self.planned
@@ -172,8 +201,7 @@ def read_sweep(sweep_dir: Path, now: float | None = None) -> SweepView:
     for r in rows:
         prog = progress.get(r.key)
         shown = liveness(r, prog, sweep_dir, now) if r.status == "running" else r.status
-        jobs.append(JobView(r, shown, prog, planned_rollouts(r.method, r.cell, budget)
-                            if r.status != "not_implemented" else None))
+        jobs.append(JobView(r, shown, prog, _planned(r, prog, sweep_dir, budget)))
     counts = {s: 0 for s in ("pending", "running", "stale", "finished", "degraded", "failed", "not_implemented")}
     for j in jobs:
         counts[j.shown] += 1
@@ -185,6 +213,14 @@ def read_sweep(sweep_dir: Path, now: float | None = None) -> SweepView:
     ended = counts["running"] == 0 and driver is not True
     eta = round((planned - done) / rate, 1) if rate and not ended and planned > done else None
     return SweepView(jobs, counts, done, planned, rate, eta, now, ended)
+
+
+def _planned(r: JobRow, prog: ProgressRow | None, sweep_dir: Path, budget: int) -> int | None:
+    if r.status == "not_implemented":
+        return None
+    if r.status == "finished" and prog is not None and prog.snapshot:  # what it took (no artifact read)
+        return int(prog.snapshot["rollouts"])
+    return planned_rollouts(r.method, r.cell, budget, sweep_dir / r.directory if r.status != "pending" else None)
 
 
 def _run_rate(jobs: list[JobView], run: dict[str, Any] | None) -> float | None:
