@@ -18,6 +18,9 @@ fast endpoint prints a handful of lines and a slow one still prints one every fe
 Rollouts replayed from the store (a resumed job: `record.replayed`) are counted apart (`replayed=N` on the line,
 `replayed_rollouts` for the resume line) and never in a rate or ETA: those measure the live rollouts only, so a
 resumed job does not show the speed of reading its store. `prefix` starts every line (a smoke run's `[smoke 3] `).
+`report` (optional; a sweep passes one, engine/sweep/live.py) receives a `ProgressSnapshot` of the same figures
+at every phase start and end and otherwise at most once every `report_interval` seconds, whether or not the job is
+quiet: the sweep records it in sweep.sqlite for `sweep status`. The job never learns who listens.
 """
 
 from __future__ import annotations
@@ -32,6 +35,22 @@ from core.models import RolloutRecord, RolloutStatus
 from engine.log import get_logger
 
 log = get_logger("engine.progress")
+
+
+@dataclass(frozen=True)
+class ProgressSnapshot:
+    """The job's progress now: its phase (`optimize`, `validation evaluation`, ...), that phase's rollouts done /
+    planned (optimize: charged / budget), its failures by kind (rollout statuses, and the method's model-call
+    failures as `<component>:<kind>`), rate (rollouts/s of this phase) and ETA (s, of this phase), and
+    `rollouts`: every rollout the job has completed so far in all its phases of this process."""
+
+    phase: str
+    done: int
+    total: int
+    failures: dict[str, int]
+    rate: float | None
+    eta: float | None
+    rollouts: int
 
 
 @dataclass
@@ -55,16 +74,20 @@ def _eta(remaining: int, done: int, elapsed: float) -> float | None:
 class Progress:
     def __init__(self, ledger: BudgetLedger | None, quiet: bool, *, interval: float = 5.0,
                  clock: Callable[[], float] = time.monotonic, clients: Mapping[str, Any] | None = None,
-                 prefix: str = ""):
+                 prefix: str = "", report: Callable[[ProgressSnapshot], None] | None = None,
+                 report_interval: float = 1.0):
         self.ledger, self.quiet, self.interval, self.clock = ledger, quiet, interval, clock
         self.clients = dict(clients or {})
         self.prefix = prefix
         self.replayed_rollouts = 0  # every rollout replayed from the store, all phases
         self._replayed_charged = 0  # of them, the optimize phase's charged ones (not live work)
+        self.report, self.report_interval = report, report_interval
         self._phase: _Phase | None = None
         self._started = clock()
         self._last_line = float("-inf")
+        self._last_report = float("-inf")
         self._last_charged = 0
+        self._evaluated = 0  # rollouts of the evaluations that ended
 
     def model_failures(self) -> dict[str, dict[str, int]]:
         """The method's model-call failures per component and kind (components without any left out)."""
@@ -81,11 +104,45 @@ class Progress:
     def begin(self, label: str, total: int) -> None:
         self._phase = _Phase(label, total, self.clock())
         self._emit(force=True)
+        self._report(force=True)
 
     def end(self) -> None:
         if self._phase is not None:
             self._emit(force=True)
+            self._report(force=True)
+            self._evaluated += self._phase.done
         self._phase = None
+
+    # ------------------------------------------------------------------ the listener's snapshot
+    def snapshot(self) -> ProgressSnapshot:
+        now, phase = self.clock(), self._phase
+        model = {f"{name}:{kind}": n for name, kinds in self.model_failures().items() for kind, n in kinds.items()}
+        charged = self.ledger.snapshot().charged if self.ledger is not None else 0
+        if phase is not None:
+            elapsed = now - phase.started
+            failures = {k: n for k, n in phase.counts.items() if k != "success" and n}
+            live = phase.done - phase.replayed  # replayed rollouts are not work done at this rate
+            return ProgressSnapshot(phase.label, phase.done, phase.total, {**failures, **model},
+                                    round(live / elapsed, 3) if elapsed > 0 else None,
+                                    _eta(phase.total - phase.done, live, elapsed),
+                                    charged + self._evaluated + phase.done)
+        snap = self.ledger.snapshot() if self.ledger is not None else None
+        if snap is None:
+            return ProgressSnapshot("starting", 0, 0, model, None, None, self._evaluated)
+        elapsed = now - self._started
+        failures = {k: n for k, n in (("semantic_failure", snap.semantic_failures),
+                                      ("infrastructure_failure", snap.infrastructure_failures)) if n}
+        live = snap.charged - self._replayed_charged
+        return ProgressSnapshot("optimize", snap.charged, snap.maximum, {**failures, **model},
+                                round(live / elapsed, 3) if elapsed > 0 else None,
+                                _eta(snap.maximum - snap.charged, live, elapsed), charged + self._evaluated)
+
+    def _report(self, force: bool) -> None:
+        now = self.clock()
+        if self.report is None or (not force and now - self._last_report < self.report_interval):
+            return
+        self._last_report = now
+        self.report(self.snapshot())
 
     # ------------------------------------------------------------------ the runner's hook
     def __call__(self, record: RolloutRecord) -> None:
@@ -101,6 +158,7 @@ class Progress:
             if record.replayed and record.usable:
                 self._replayed_charged += 1
             self._emit_optimize(record)
+        self._report(force=False)
 
     def _emit(self, force: bool) -> None:
         phase, now = self._phase, self.clock()

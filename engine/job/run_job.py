@@ -4,10 +4,8 @@ phase_select and phase_heldout, each returning its typed artifact (core.artifact
 
 from __future__ import annotations
 
-import fcntl
-import time
-from collections.abc import Iterator
-from contextlib import AsyncExitStack, contextmanager
+from collections.abc import Callable
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -34,6 +32,7 @@ from engine.job.evidence import check_resumed_evidence, reports_of, with_evidenc
 from engine.job.evaluation import Evaluator, SharedEvaluations
 from engine.job.identity import build_identity, check_out_dir, claimed_tables, write_identity
 from engine.job.late_clients import LateClient, late_clients
+from engine.job.lock import job_lock
 from engine.job.optimization import task_model_clients
 from engine.job.phase_heldout import held_out_test
 from engine.job.phase_optimize import optimize
@@ -43,7 +42,7 @@ from engine.job.recovery import record_failure, recover, say_replays
 from engine.job.sandbox_gate import gate_sandbox
 from engine.job.smoke import announce, progress_prefix, smoke_budget
 from engine.log import get_logger
-from engine.progress import Progress
+from engine.progress import Progress, ProgressSnapshot
 from engine.reflection import ReflectionClient
 from engine.runner import Runner
 from engine.store import Store
@@ -54,20 +53,6 @@ from engine.gateway.server import Gateway
 from engine.runtimes import build_topology, needs_gateway
 
 log = get_logger("engine.job")
-
-
-@contextmanager
-def job_lock(out: Path) -> Iterator[None]:
-    """One process per job directory: a second `job` on the same --out is refused while the first runs."""
-    fh = open(out / ".job.lock", "a+")
-    try:
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise UsageError(f"another process is running the job in {out}; wait for it or use another --out")
-        yield
-    finally:
-        fh.close()
 
 
 @dataclass(frozen=True)
@@ -117,11 +102,13 @@ def prepare(cfg: JobConfig, bench: Benchmark | None = None) -> Prepared:
 
 async def run_job(cfg: JobConfig, bench: Benchmark | None = None, *, shared_pool: EndpointPool | None = None,
                   shared_reflection: EndpointPool | None = None,
-                  shared_evaluations: SharedEvaluations | None = None) -> dict[str, Any]:
+                  shared_evaluations: SharedEvaluations | None = None,
+                  on_progress: Callable[[ProgressSnapshot], None] | None = None) -> dict[str, Any]:
     """The phases up to `cfg.phase`; returns result.json's content (or the phase summary after an early phase).
     A sweep (engine/sweep) passes its checked endpoint pools (shared by all its jobs: one in-flight limit per
     endpoint; their health probes and wait events belong to the sweep) and its shared-evaluation cache; alone,
-    the job opens, checks and watches its own."""
+    the job opens, checks and watches its own. `on_progress` receives the job's progress snapshots (throttled;
+    engine/progress.py): a sweep records them for `sweep status`."""
     ready = prepare(cfg, bench)
     cfg = ready.cfg
     resuming = check_out_dir(cfg.out, ready.identity)
@@ -141,7 +128,7 @@ async def run_job(cfg: JobConfig, bench: Benchmark | None = None, *, shared_pool
             await watch_pools(stack, store, *([pool] if reflection is None else [pool, reflection]))
         run_node = await _open_run_node(cfg, store, ready.identity)
         gateway = await stack.enter_async_context(Gateway()) if needs_gateway(ready.topology) else None
-        ctx = _context(cfg, ready, store, pool, run_node, shared_evaluations, gateway)
+        ctx = _context(cfg, ready, store, pool, run_node, shared_evaluations, gateway, on_progress)
         if reflection is not None:
             _bind_model_clients(ctx, reflection, pool)
         try:
@@ -234,10 +221,11 @@ async def _open_run_node(cfg: JobConfig, store: Store, identity: JobIdentity) ->
 
 
 def _context(cfg: JobConfig, ready: Prepared, store: Store, pool: EndpointPool, run_node: str,
-             shared_evaluations: SharedEvaluations | None = None, gateway: Gateway | None = None) -> JobContext:
+             shared_evaluations: SharedEvaluations | None = None, gateway: Gateway | None = None,
+             on_progress: Callable[[ProgressSnapshot], None] | None = None) -> JobContext:
     ledger = BudgetLedger(cfg.budget)
     # optimize: charged/budget; each evaluation: done/total, rate, ETA; the method's model-call failures
-    progress = Progress(ledger, cfg.quiet, clients=ready.clients, prefix=progress_prefix(cfg))
+    progress = Progress(ledger, cfg.quiet, clients=ready.clients, prefix=progress_prefix(cfg), report=on_progress)
     runner = Runner(store=store, pool=pool, bench=ready.bench, topology=ready.topology, run_node=run_node,
                     retry=cfg.retry, concurrency=cfg.concurrency, attempt_timeout=cfg.attempt_timeout,
                     on_record=progress, gateway=gateway)

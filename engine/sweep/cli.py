@@ -108,32 +108,9 @@ def plan_main(argv: Sequence[str]) -> int:
 
 
 def status_main(argv: Sequence[str]) -> int:
-    from engine.sweep.state import SweepState
+    from engine.sweep.status import status_main as main
 
-    p = StrictParser(prog="engine sweep status", description="Summarize a sweep directory's sweep.sqlite.")
-    p.add_argument("--sweep-dir", required=True)
-    p.add_argument("--json", action="store_true")
-    args = p.parse_args(list(argv))
-    path = Path(args.sweep_dir) / "sweep.sqlite"
-    if not path.is_file():
-        raise UsageError(f"{args.sweep_dir} holds no sweep (no sweep.sqlite)")
-    state = SweepState(path)
-    try:
-        rows, counts = state.rows(), state.counts()
-    finally:
-        state.close()
-    if args.json:
-        print(json.dumps({"counts": counts, "jobs": [r.__dict__ for r in rows]}, sort_keys=True))
-        return 0
-    print(f"{'status':<16}{'tries':>5}  {'job':<58} result / error")
-    for r in rows:
-        tail = (f"delta_pp={r.result.get('delta_pp')} base={r.result.get('baseline_mean')} "
-                f"deployed={r.result.get('deployed_mean')}" if r.result else (r.error or r.reason or ""))
-        if r.status == "degraded":  # why: the infrastructure failures a heal round will re-run
-            tail = f"{r.error} | {tail}"
-        print(f"{r.status:<16}{r.attempts:>5}  {r.key:<58} {tail[:160]}")
-    print("  ".join(f"{k}={v}" for k, v in counts.items()))
-    return 0
+    return main(argv)
 
 
 SUBCOMMANDS = {"plan": plan_main, "status": status_main}

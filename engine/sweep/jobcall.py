@@ -5,11 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
+from collections.abc import Callable
 
 from core.protocol import FULL_BUDGET
 from engine.chat.endpoint import EndpointPool
 from engine.job.config import JobConfig, build_config
 from engine.job.evaluation import SharedEvaluations
+from engine.progress import ProgressSnapshot
 from engine.sweep.plan import JobSpec
 
 
@@ -54,13 +56,16 @@ def job_config(spec: JobSpec, runs_dir: Path, settings: JobSettings, task_urls: 
 
 
 async def run_spec(spec: JobSpec, runs_dir: Path, settings: JobSettings, pool: EndpointPool,
-                   reflection: EndpointPool | None, shared: SharedEvaluations | None) -> dict[str, Any]:
-    """Run (or resume) one job of the sweep on the sweep's shared pool; returns its result.json content."""
+                   reflection: EndpointPool | None, shared: SharedEvaluations | None,
+                   on_progress: Callable[[ProgressSnapshot], None] | None = None) -> dict[str, Any]:
+    """Run (or resume) one job of the sweep on the sweep's shared pool; returns its result.json content.
+    `on_progress` gets the job's throttled progress snapshots (engine/sweep/live.py records them)."""
     from engine.job.run_job import run_job
 
     cfg = job_config(spec, runs_dir, settings, [e.base_url for e in pool.endpoints],
                      reflection.endpoints[0].base_url if reflection is not None else None)
-    return await run_job(cfg, shared_pool=pool, shared_reflection=reflection, shared_evaluations=shared)
+    return await run_job(cfg, shared_pool=pool, shared_reflection=reflection, shared_evaluations=shared,
+                         on_progress=on_progress)
 
 
 def degraded_reasons(spec: JobSpec, runs_dir: Path) -> list[str]:

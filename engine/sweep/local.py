@@ -4,7 +4,8 @@ Jobs are I/O bound: while one waits on its own sequential steps (an optimizer's 
 others keep the endpoints busy; the in-flight limit is per endpoint and shared by every job (engine/chat
 `Endpoint.limiter`). A job that raises is recorded with its error and retried (it resumes from its own directory)
 up to `job_retries` more times; it never stops the sweep. Cancellation (Ctrl-C) propagates: running jobs stop,
-their rows stay `running`, and the next run resumes them from their stores.
+their rows stay `running`, and the next run resumes them from their stores. Each job's progress and a heartbeat
+are recorded in sweep.sqlite while it runs (engine/sweep/live.py) for `sweep status`.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from engine.chat.endpoint import EndpointPool
 from engine.sweep.endpoints import EndpointSpec, open_shared
 from engine.sweep.evalcache import EvaluationCache
 from engine.sweep.jobcall import JobSettings, degraded_reasons, run_spec
+from engine.sweep.live import LiveProgress
 from engine.sweep.plan import JobSpec
 from engine.sweep.progress import Progress
 from engine.sweep.state import SweepState, headline
@@ -46,26 +48,32 @@ async def run_local(specs: list[JobSpec], sweep_dir: Path, state: SweepState, se
             reflection_model=settings.reflection_model if needs_reflection else None,
             request_timeout=settings.request_timeout, startup_timeout=startup_timeout)
         jobs = anyio.CapacityLimiter(max_jobs)
+        live = LiveProgress(state)
 
         async def one(spec: JobSpec) -> None:
             async with jobs:
                 for attempt_index in range(job_retries + 1):
                     attempt = await anyio.to_thread.run_sync(state.start, spec.key)
                     progress.started(spec.key, attempt)
+                    live.running.add(spec.key)
                     try:
                         result = await run_spec(spec, sweep_dir / "runs", settings, pool, reflection,
-                                                cache.for_job(spec.key) if cache is not None else None)
+                                                cache.for_job(spec.key) if cache is not None else None,
+                                                live.reporter(spec.key))
                     except Exception as exc:  # a job's failure is data: recorded, retried, never the sweep's
                         final = attempt_index == job_retries
                         await anyio.to_thread.run_sync(state.fail, spec.key, error_line(exc), final)
                         progress.failed_attempt(spec.key, error_line(exc), final)
                         continue
+                    finally:
+                        live.running.discard(spec.key)
                     degraded = await anyio.to_thread.run_sync(degraded_reasons, spec, sweep_dir / "runs")
                     await anyio.to_thread.run_sync(state.finish, spec.key, headline(result), degraded)
                     progress.finished(spec.key, result.get("test", {}).get("delta_pp"), degraded)
                     return
 
         async with anyio.create_task_group() as outer:
+            outer.start_soon(live.run)
             if observe is not None:
                 outer.start_soon(observe, pool)
             async with anyio.create_task_group() as tg:

@@ -7,11 +7,17 @@ column says why, and heal rounds (engine/sweep/heal.py) re-run it until it is fi
 A row left `running` by a killed sweep is treated as interrupted: the next run resumes it from its job
 directory (the job's own store replays what it recorded). Writes are tiny and happen at job boundaries; they run
 in a worker thread so the event loop never blocks on SQLite.
+
+Live progress (table `progress`, one row per job that ever started; added by CREATE IF NOT EXISTS, so an older
+sweep.sqlite opens and resumes unchanged): the driver's pid and host, the start of the attempt, a heartbeat and the
+job's last progress snapshot (engine/progress.py), written by engine/sweep/live.py at most once a second.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import socket
 import sqlite3
 import threading
 import time
@@ -30,9 +36,25 @@ CREATE TABLE IF NOT EXISTS jobs (
   seed INTEGER NOT NULL, status TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, directory TEXT NOT NULL,
   result TEXT, error TEXT, reason TEXT, spec TEXT NOT NULL, updated REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS progress (
+  key TEXT PRIMARY KEY, pid INTEGER NOT NULL, host TEXT NOT NULL, started REAL NOT NULL, heartbeat REAL NOT NULL,
+  snapshot TEXT);
 """
 STATUSES = ("pending", "running", "finished", "degraded", "failed", "not_implemented")
 TO_RUN = ("pending", "running", "degraded")  # what a `sweep run` (re)starts
+
+
+@dataclass(frozen=True)
+class ProgressRow:
+    """A started job's live record: who drives it (pid, host), when its attempt started, its last heartbeat and
+    progress snapshot (engine/progress.ProgressSnapshot as a dict; None before the first one)."""
+
+    key: str
+    pid: int
+    host: str
+    started: float
+    heartbeat: float
+    snapshot: dict[str, Any] | None
 
 
 @dataclass(frozen=True)
@@ -84,6 +106,16 @@ class SweepState:
                              "--sweep-dir")
 
     @_serialized
+    def meta(self, name: str) -> Any:
+        row = self._conn.execute("SELECT value FROM meta WHERE name=?", (name,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    @_serialized
+    def set_meta(self, name: str, value: Any) -> None:
+        with self._conn:
+            self._conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (name, json.dumps(value, sort_keys=True)))
+
+    @_serialized
     def add(self, specs: list[JobSpec]) -> None:
         """Insert jobs not yet known (known ones keep their status, attempts and results)."""
         now = time.time()
@@ -98,9 +130,12 @@ class SweepState:
 
     @_serialized
     def start(self, key: str) -> int:
+        now = time.time()
         with self._conn:
             self._conn.execute("UPDATE jobs SET status='running', attempts=attempts+1, error=NULL, updated=? "
-                               "WHERE key=?", (time.time(), key))
+                               "WHERE key=?", (now, key))
+            self._conn.execute("INSERT OR REPLACE INTO progress VALUES (?,?,?,?,?,NULL)",
+                               (key, os.getpid(), socket.gethostname(), now, now))
         return int(self._conn.execute("SELECT attempts FROM jobs WHERE key=?", (key,)).fetchone()[0])
 
     @_serialized
@@ -136,6 +171,24 @@ class SweepState:
         rows = [JobRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], json.loads(r[7]) if r[7] else None, r[8], r[9])
                 for r in cur.fetchall()]
         return rows if keys is None else [r for r in rows if r.key in set(keys)]
+
+    @_serialized
+    def record_progress(self, snapshots: dict[str, dict[str, Any]], beating: set[str]) -> None:
+        """One transaction: the new snapshots, and a heartbeat for every job in `beating` (the running ones)."""
+        now = time.time()
+        with self._conn:
+            for key in sorted(beating | set(snapshots)):
+                if key in snapshots:
+                    self._conn.execute("UPDATE progress SET heartbeat=?, snapshot=? WHERE key=?",
+                                       (now, json.dumps(snapshots[key], sort_keys=True), key))
+                else:
+                    self._conn.execute("UPDATE progress SET heartbeat=? WHERE key=?", (now, key))
+
+    @_serialized
+    def progress(self) -> dict[str, ProgressRow]:
+        cur = self._conn.execute("SELECT key, pid, host, started, heartbeat, snapshot FROM progress")
+        return {r[0]: ProgressRow(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]) if r[5] else None)
+                for r in cur.fetchall()}
 
     @_serialized
     def counts(self) -> dict[str, int]:

@@ -116,3 +116,27 @@ def test_the_progress_line_shows_the_methods_model_call_failures_per_component_a
     with capture_logs() as events:
         clean(_record(RolloutStatus.SUCCESS))
     assert all("failures" not in e["event"] for e in events)
+
+
+def test_the_report_callback_gets_snapshots_throttled_by_time_even_when_quiet():
+    """A sweep's listener (engine/sweep/live.py) gets a snapshot at each phase start and end and otherwise at most
+    one per report_interval, however many rollouts arrive; a quiet job reports all the same."""
+    clock, seen = _Clock(), []
+    ledger = BudgetLedger(4)
+    progress = Progress(ledger, quiet=True, clock=clock, report=seen.append, report_interval=1.0)
+    res = ledger.reserve(4)
+    for i in range(4):  # optimize: charged/budget
+        ledger.commit(res, i, RolloutStatus.SEMANTIC_FAILURE if i == 0 else RolloutStatus.SUCCESS)
+        clock.now += 0.4
+        progress(_record(RolloutStatus.SUCCESS))
+    assert [s.phase for s in seen] == ["optimize", "optimize"]  # at t=0.4 and t=1.6, not one per rollout
+    assert (seen[-1].done, seen[-1].total, seen[-1].failures) == (4, 4, {"semantic_failure": 1})
+    progress.begin("validation evaluation", 3)
+    for status in (RolloutStatus.SUCCESS, RolloutStatus.INFRASTRUCTURE_FAILURE):
+        clock.now += 0.1
+        progress(_record(status))
+    progress.end()
+    start, end = seen[-2], seen[-1]
+    assert (start.phase, start.done, start.total, start.rollouts) == ("validation evaluation", 0, 3, 4)
+    assert (end.done, end.failures, end.rollouts) == (2, {"infrastructure_failure": 1}, 6)
+    assert end.rate == 10.0 and end.eta == 0.1 and len(seen) == 4
