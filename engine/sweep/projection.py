@@ -92,8 +92,8 @@ def assumptions(gpu: GpuProfile, concurrency: int, busy: float) -> list[str]:
     """The model's figures, one line each, as `sweep plan` prints them."""
     return [f"decode T(c) = T1*c/(1+alpha*(c-1)) tok/s per GPU; {gpu.name}: T1 = {gpu.t1:,.1f}, alpha = "
             f"{gpu.alpha}, T({concurrency}) = {throughput(concurrency, gpu):,.0f} tok/s ({gpu.basis})",
-            f"prefill {gpu.prefill_tps:,.0f} tok/s per GPU; other GPUs: "
-            + ", ".join(f"{g.name} {g.t1 / A100.t1:.2f}x a100" for g in GPUS.values() if g.name != "a100"),
+            f"prefill {gpu.prefill_tps:,.0f} tok/s per GPU; a GPU type scales T1 and prefill: "
+            + ", ".join(f"{g.name} {g.t1 / A100.t1:.2f}x" for g in GPUS.values()),
             f"{PROMPT_TOKENS_PER_CALL:,} prompt + {COMPLETION_TOKENS_PER_CALL:,} generated tokens per call; calls "
             "per rollout by topology (engine/sweep/cost.py)",
             f"sweep layout: {concurrency} requests in flight per endpoint (one GPU each), busy {busy:g} of the "
