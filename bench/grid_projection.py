@@ -6,12 +6,12 @@ endpoint's request log) give calls per job by topology, split into search calls 
 the seed bundle's validation + test evaluations alone).
 
 ASSUMPTIONS (each one stated, none measured here):
-1. vLLM throughput model for a ~9B model on one GPU (decode-bound): T(c) = T1 * c / (1 + a * (c - 1)) generated
-   tokens/s at c concurrent sequences. Calibrated to a published concurrency sweep of Llama-3.1-8B-Instruct (BF16)
-   on one A100 40GB with vLLM 0.23 (johnmusgrave.com/p/vllm-throughput-latency-sweep-on): ~75 tok/s at c = 1 and a
-   6.6x gain at c = 8 -> T1 = 75, a = 0.0303 (T(32) ~ 1,240, T(64) ~ 1,650 tok/s). Qwen3.5-9B is taken as the same
-   size class; a faster GPU scales both layouts alike and leaves the ratio unchanged.
-2. Prefill at 8,000 tokens/s per GPU in both layouts (compute-bound; it does not batch better in one layout).
+1-2. The throughput model of engine/sweep/projection.py (the one `sweep plan --endpoints N` uses): decode
+   T(c) = T1 * c / (1 + a * (c - 1)) generated tokens/s at c concurrent sequences for a ~9B model on one GPU,
+   calibrated on A100 40GB to a published vLLM concurrency sweep of Llama-3.1-8B-Instruct (johnmusgrave.com/p/
+   vllm-throughput-latency-sweep-on): T1 = 75, a = 0.0303 (T(32) ~ 1,240, T(64) ~ 1,650 tok/s); prefill at 8,000
+   tokens/s per GPU in both layouts. Qwen3.5-9B is taken as the same size class; a faster GPU (--gpu) scales both
+   layouts alike and leaves the ratio unchanged.
 3. Tokens per call: 1,500 prompt + 400 generated (engine/sweep/cost.py) for every call; the simulated endpoint's
    token counts are not a model's, so only its call counts are used.
 4. Other methods (mipro, mapro, maspo, hivemind, ...) spend the same 600-rollout budget with gepa's calls per
@@ -22,7 +22,8 @@ ASSUMPTIONS (each one stated, none measured here):
 6. This sweep: jobs packed on shared endpoints at c = --limit per GPU, busy --busy of the time (bench/sweep.py
    measures the mean in-flight / limit), each (condition, seed)'s seed-bundle evaluations run once.
 
-usage: python bench/grid_projection.py [--limit 32] [--busy 0.9]
+usage: python bench/grid_projection.py [--limit 32] [--busy 0.9] [--gpu a100] [--budget 600]
+(--budget below 600 is a smoke run: the figures are then not the grid's)
 """
 
 from __future__ import annotations
@@ -40,29 +41,20 @@ sys.path.insert(0, str(ROOT))
 
 from engine.sim.build import build_policy  # noqa: E402
 from engine.sim.server import SimServer  # noqa: E402
-from engine.sweep.cost import CALLS, COMPLETION_TOKENS_PER_CALL, PROMPT_TOKENS_PER_CALL  # noqa: E402
+from engine.sweep.cost import CALLS  # noqa: E402
 from engine.sweep.endpoints import EndpointSpec  # noqa: E402
 from engine.sweep.grid import protocol_grid  # noqa: E402
 from engine.sweep.jobcall import JobSettings  # noqa: E402
 from engine.sweep.local import run_local  # noqa: E402
 from engine.sweep.plan import JobSpec  # noqa: E402
 from engine.sweep.progress import Progress  # noqa: E402
+from engine.sweep.projection import GPUS, GpuProfile, gpu_seconds, throughput  # noqa: E402
 from engine.sweep.state import SweepState  # noqa: E402
 
-T1, ALPHA, PREFILL_TPS = 75.0, 0.0303, 8000.0
 TOPOLOGIES = ("single", "independent", "sequential", "centralized", "decentralized")
 
 
-def throughput(c: float) -> float:
-    return T1 * c / (1 + ALPHA * (c - 1))
-
-
-def gpu_seconds(calls: float, concurrency: float, busy: float = 1.0) -> float:
-    decode = calls * COMPLETION_TOKENS_PER_CALL / (throughput(concurrency) * busy)
-    return decode + calls * PROMPT_TOKENS_PER_CALL / PREFILL_TPS
-
-
-def measure_calls(tmp: Path) -> dict[tuple[str, str], int]:
+def measure_calls(tmp: Path, budget: int = 600) -> dict[tuple[str, str], int]:
     """Model calls of one simulated BFCL job per (method, topology), each alone (no shared evaluations)."""
     server = SimServer(build_policy(["bfcl"], None)).start()
     out: dict[tuple[str, str], int] = {}
@@ -76,7 +68,8 @@ def measure_calls(tmp: Path) -> dict[tuple[str, str], int]:
                 state = SweepState(root / "sweep.sqlite")
                 state.add([spec])
                 before = len(server.log)
-                settings = JobSettings(budget=600, model_id="sim", reflection_model="simulated-reflection")
+                settings = JobSettings(budget=budget, allow_small_budget=budget < 600, model_id="sim",
+                                       reflection_model="simulated-reflection")
                 anyio.run(lambda: run_local([spec], root, state, settings,
                                             EndpointSpec((server.base_url,), server.base_url, 64), model_id="sim",
                                             max_jobs=1, job_retries=0, cache=None, startup_timeout=30,
@@ -90,7 +83,8 @@ def measure_calls(tmp: Path) -> dict[tuple[str, str], int]:
     return out
 
 
-def project(calls: dict[tuple[str, str], int], limit: int, busy: float) -> dict[str, object]:
+def project(calls: dict[tuple[str, str], int], limit: int, busy: float,
+            gpu: GpuProfile = GPUS["a100"]) -> dict[str, object]:
     ref_calls = sweep_calls = 0.0
     conditions: set[tuple[object, ...]] = set()
     for c in protocol_grid():
@@ -103,11 +97,12 @@ def project(calls: dict[tuple[str, str], int], limit: int, busy: float) -> dict[
             if (c.condition_key, seed) not in conditions:
                 conditions.add((c.condition_key, seed))
                 sweep_calls += seed_evals  # once per condition and seed, shared by every method
-    ref_h = gpu_seconds(ref_calls, 1) / 3600
-    sweep_h = gpu_seconds(sweep_calls, limit, busy) / 3600
+    ref_h = gpu_seconds(ref_calls, 1, gpu=gpu) / 3600
+    sweep_h = gpu_seconds(sweep_calls, limit, busy, gpu) / 3600
     return {"jobs": 3 * len(protocol_grid()), "conditions_x_seeds": len(conditions),
             "model_calls_reference": round(ref_calls), "model_calls_sweep": round(sweep_calls),
-            "tokens_per_s_at_c1": round(throughput(1), 1), f"tokens_per_s_at_c{limit}": round(throughput(limit), 1),
+            "tokens_per_s_at_c1": round(throughput(1, gpu), 1),
+            f"tokens_per_s_at_c{limit}": round(throughput(limit, gpu), 1),
             "gpu_hours_reference": round(ref_h, 1), "gpu_hours_sweep": round(sweep_h, 1),
             "ratio": round(ref_h / sweep_h, 1), "busy_assumed": busy}
 
@@ -116,10 +111,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--limit", type=int, default=32, help="in-flight requests per GPU in the sweep")
     ap.add_argument("--busy", type=float, default=0.9, help="fraction of time the sweep's GPUs are busy")
+    ap.add_argument("--gpu", choices=tuple(GPUS), default="a100", help="GPU type of the throughput model")
+    ap.add_argument("--budget", type=int, default=600, help="rollout budget of the measured gepa jobs (600: the "
+                    "protocol's; smaller only for a smoke run)")
     args = ap.parse_args()
-    calls = measure_calls(Path(tempfile.mkdtemp(prefix="bench-grid-")))
+    calls = measure_calls(Path(tempfile.mkdtemp(prefix="bench-grid-")), args.budget)
     report = {"measured_calls_per_job": {f"{m}/{t}": n for (m, t), n in sorted(calls.items())},
-              **project(calls, args.limit, args.busy)}
+              **project(calls, args.limit, args.busy, GPUS[args.gpu])}
+    if args.gpu != "a100":
+        report["gpu"] = args.gpu
     print(json.dumps(report, indent=2))
 
 

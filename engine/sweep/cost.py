@@ -33,6 +33,7 @@ class Cost:
     model_calls: int
     prompt_tokens: int
     completion_tokens: int
+    shared_calls_saved: int = 0  # the model calls of shared_rollouts_saved
 
 
 def split_sizes(task: str) -> tuple[int, int, int]:
@@ -41,7 +42,7 @@ def split_sizes(task: str) -> tuple[int, int, int]:
 
 
 def estimate(jobs: list[JobSpec], budget: int) -> Cost:
-    rollouts = calls = saved = 0
+    rollouts = calls = saved = saved_calls = 0
     seen_seed_evals: set[tuple[str, int]] = set()
     for j in jobs:
         cell = parse_cell(j.cell)
@@ -55,9 +56,11 @@ def estimate(jobs: list[JobSpec], budget: int) -> Cost:
         own = 0 if j.method == "identity" else search + n_val + n_test  # identity deploys the seed bundle
         mine = own + (0 if shared else seed_evals)
         saved += seed_evals if shared else 0
+        saved_calls += seed_evals * per_call if shared else 0
         rollouts += mine
         calls += mine * per_call
-    return Cost(len(jobs), rollouts, saved, calls, calls * PROMPT_TOKENS_PER_CALL, calls * COMPLETION_TOKENS_PER_CALL)
+    return Cost(len(jobs), rollouts, saved, calls, calls * PROMPT_TOKENS_PER_CALL, calls * COMPLETION_TOKENS_PER_CALL,
+                saved_calls)
 
 
 def method_plans(jobs: list[JobSpec], budget: int) -> dict[str, str]:

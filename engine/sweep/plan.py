@@ -14,6 +14,7 @@ from typing import Any
 from core.cell import ALL_METHODS, COMMUNICATIONS, MODELS, TASKS, TEAM_SIZES, TOPOLOGIES, parse_cell
 from core.errors import CellError, UsageError
 from engine.sweep.grid import (
+    FRAMEWORK_KEYS,
     FRAMEWORK_LABELS,
     SEEDS,
     Configuration,
@@ -72,6 +73,16 @@ class JobSpec:
         """The job's directory relative to the sweep's runs/ (protocol section 6 convention)."""
         cell = parse_cell(self.cell)
         return f"{self.method}/{cell.task}/{self.registry_key}/{cell.task_model}/{self.seed}"
+
+    @property
+    def framework(self) -> str:
+        """The runtime the job runs on: its cell's framework label, or `native` (the engine's own runtime); a
+        table-2 framework configuration listed under `--runtime native` (not runnable there) names the framework
+        it needs."""
+        framework = parse_cell(self.cell).framework
+        if framework == "native":
+            return next((f for f, key in FRAMEWORK_KEYS.items() if key == self.registry_key), framework)
+        return framework
 
 
 def _split(values: tuple[str, ...], allowed: tuple[str, ...], what: str) -> tuple[str, ...]:
