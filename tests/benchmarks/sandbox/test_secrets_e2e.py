@@ -6,8 +6,8 @@ program output did reach the feedback.
 
 The walk skips only the interpreter's own read-only files, found the same way whether the engine runs from the
 machine's interpreter or from a venv: inside the jail the interpreter runs with -S, so a venv's root is not
-sys.prefix there but the parent of sys.executable's bin/ (walking a framework-laden venv file by file would fill
-the 4 MiB output cap before the credential-shaped strings, and nothing would reach the scrubber).
+sys.prefix there but the parent of sys.executable's bin/. (Walking the README's 2 GB venv file by file overran the
+4 MiB output cap: the feedback was only "Output limit exceeded on test 1", so nothing reached the scrubber.)
 """
 
 from __future__ import annotations
