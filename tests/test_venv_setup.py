@@ -4,8 +4,8 @@ tests/test_readme.py `install_command`), then run a slice of the suite with the 
 
 Opt-in (MPB_VENV_TEST=1): the install takes minutes and ~2 GB (measured here: 2 min 27 s wall, 2.0 GB, from the
 machine's local package index; the whole test 6 min 55 s on 2 busy cores), and CI already runs the whole suite
-from such a venv (`.ci/run`), which is the proof there; this test is how to check the set-up on a machine without running CI. The venv lives in a temporary
-directory that is removed afterwards.
+from such a venv (`.ci/run`), which is the proof there; this test is how to check the set-up on a machine without
+running CI. The venv lives in a temporary directory that is removed afterwards.
 """
 
 from __future__ import annotations
