@@ -8,6 +8,10 @@ Each server runs in its own process group with CUDA_VISIBLE_DEVICES set to its G
 chat completion with the model id (engine/chat/preflight.py). The endpoint list goes to stdout (one base URL a
 line) and, with --endpoints-file, to that file (atomically) for `sweep run --endpoints-file`. SIGINT/SIGTERM stop
 every server (SIGTERM to its group, SIGKILL after a grace period) and remove the endpoints file.
+
+Without --gpus it starts one server on the CPU: CUDA_VISIBLE_DEVICES is set empty (so a CUDA build sees no device),
+`{gpu}` in a template is `cpu`, its log is server-cpu.log, and no nvidia-smi is asked (vLLM itself must then be a CPU
+build; a llama.cpp or other CPU server comes through --server-cmd).
 """
 
 from __future__ import annotations
@@ -33,12 +37,14 @@ from engine.cli.args import StrictParser, int_in, positive_float
 
 VLLM_FLAGS = ("--max-model-len", "131072", "--generation-config", "vllm")
 STOP_GRACE_S = 15.0
+CPU = "cpu"  # the one slot without --gpus
 
 
 def make_parser() -> StrictParser:
     p = StrictParser(prog="engine sweep serve", description="Start one OpenAI-compatible server per GPU.")
     p.add_argument("--model", required=True, help="model id to serve (e.g. Qwen/Qwen3.5-9B)")
-    p.add_argument("--gpus", required=True, help="comma list of GPU indices, one server each")
+    p.add_argument("--gpus", default=None, help="comma list of GPU indices, one server each (default: one server "
+                   "on the CPU, CUDA_VISIBLE_DEVICES empty, {gpu} = cpu)")
     p.add_argument("--base-port", type=int_in("--base-port", 0, 65535), default=8000,
                    help="port of the first server, +1 per GPU (default 8000; 0 = free ports)")
     p.add_argument("--host", default="127.0.0.1")
@@ -51,11 +57,18 @@ def make_parser() -> StrictParser:
     return p
 
 
-def gpu_list(text: str) -> list[str]:
+def gpu_list(text: str | None) -> list[str]:
+    """The server slots: the GPU indices given, or the one CPU slot without --gpus."""
+    if text is None:
+        return [CPU]
     gpus = [g.strip() for g in text.split(",") if g.strip()]
     if not gpus or not all(g.isascii() and g.isdigit() for g in gpus) or len(set(gpus)) != len(gpus):
         raise UsageError(f"--gpus must be distinct GPU indices like 0,1,2,3, got {text!r}")
     return gpus
+
+
+def label(gpu: str) -> str:
+    return "server on the CPU" if gpu == CPU else f"server on GPU {gpu}"
 
 
 def check_vllm_and_gpus(gpus: list[str]) -> None:
@@ -63,6 +76,8 @@ def check_vllm_and_gpus(gpus: list[str]) -> None:
     if importlib.util.find_spec("vllm") is None:
         raise UsageError("vLLM is not installed here (pip install vllm), or pass --server-cmd for another "
                          "OpenAI-compatible server")
+    if gpus == [CPU]:
+        return
     smi = shutil.which("nvidia-smi")
     if smi is None:
         raise UsageError("no NVIDIA GPU driver here (nvidia-smi not found); vLLM needs GPUs")
@@ -71,6 +86,10 @@ def check_vllm_and_gpus(gpus: list[str]) -> None:
     missing = [g for g in gpus if int(g) >= present]
     if out.returncode != 0 or missing:
         raise UsageError(f"GPU(s) {','.join(missing) or ','.join(gpus)} not present (nvidia-smi lists {present})")
+
+
+def log_name(gpu: str) -> str:
+    return "server-cpu.log" if gpu == CPU else f"server-gpu{gpu}.log"
 
 
 def free_port(host: str) -> int:
@@ -97,7 +116,7 @@ class Servers:
         self.procs: list[subprocess.Popen[bytes]] = []
 
     def start(self, argv: list[str], gpu: str, log: Path) -> None:
-        env = {**os.environ, "CUDA_VISIBLE_DEVICES": gpu}
+        env = {**os.environ, "CUDA_VISIBLE_DEVICES": "" if gpu == CPU else gpu}
         with open(log, "ab") as fh:
             try:
                 self.procs.append(subprocess.Popen(argv, env=env, stdout=fh, stderr=subprocess.STDOUT,
@@ -128,8 +147,8 @@ def wait_listening(urls: list[str], servers: Servers, gpus: list[str], timeout: 
     while pending:
         for url, (proc, gpu) in list(pending.items()):
             if proc.poll() is not None:
-                raise UsageError(f"the server on GPU {gpu} exited with {proc.returncode} before it was ready; see "
-                                 f"{log_dir / f'server-gpu{gpu}.log'}")
+                raise UsageError(f"the {label(gpu)} exited with {proc.returncode} before it was ready; see "
+                                 f"{log_dir / log_name(gpu)}")
             host, port = url.split("//")[1].split("/")[0].rsplit(":", 1)
             with socket.socket() as sock:
                 sock.settimeout(1.0)
@@ -159,11 +178,11 @@ def serve_main(argv: Sequence[str]) -> int:
     previous = {s: signal.signal(s, lambda *_: stop.set()) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         for argv_i, gpu in zip(argvs, gpus):
-            servers.start(argv_i, gpu, log_dir / f"server-gpu{gpu}.log")
+            servers.start(argv_i, gpu, log_dir / log_name(gpu))
         started = time.monotonic()
         wait_listening(urls, servers, gpus, args.startup_timeout, log_dir, stop)
         remaining = max(1.0, args.startup_timeout - (time.monotonic() - started))
-        anyio.run(check_endpoints, [Target(u, args.model, None, f"server on GPU {g}") for u, g in zip(urls, gpus)],
+        anyio.run(check_endpoints, [Target(u, args.model, None, label(g)) for u, g in zip(urls, gpus)],
                   remaining)
         listing = "".join(u + "\n" for u in urls)
         if args.endpoints_file:
@@ -176,7 +195,7 @@ def serve_main(argv: Sequence[str]) -> int:
         while not stop.wait(0.5):
             dead = [g for p, g in zip(servers.procs, gpus) if p.poll() is not None]
             if dead:
-                raise UsageError(f"the server on GPU {dead[0]} exited; see {log_dir}")
+                raise UsageError(f"the {label(dead[0])} exited; see {log_dir}")
         return 0
     finally:
         servers.stop()

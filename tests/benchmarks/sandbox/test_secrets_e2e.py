@@ -3,6 +3,11 @@ print everything they can find (environment, every /proc/<pid>/environ and cmdli
 credential-shaped strings. The engine's environment holds secrets. Afterwards neither the run directory nor the
 exported card holds any secret value or credential-shaped string, and the scrubber's mark shows that the
 program output did reach the feedback.
+
+The walk skips only the interpreter's own read-only files, found the same way whether the engine runs from the
+machine's interpreter or from a venv: inside the jail the interpreter runs with -S, so a venv's root is not
+sys.prefix there but the parent of sys.executable's bin/. (Walking the README's 2 GB venv file by file overran the
+4 MiB output cap: the feedback was only "Output limit exceeded on test 1", so nothing reached the scrubber.)
 """
 
 from __future__ import annotations
@@ -25,7 +30,10 @@ for pid in os.listdir('/proc'):
             found.append(open('/proc/%s/%s' % (pid, name), 'rb').read().decode('latin-1'))
         except Exception:
             pass
-skip = ('/proc', '/sys', '/dev', '/usr', sys.base_prefix, sys.prefix)
+# the interpreter's own read-only files: its prefixes and, for a venv, the venv's root (the jail runs it with -S,
+# so sys.prefix is the base interpreter's there and the venv's site-packages would be walked file by file)
+skip = ('/proc', '/sys', '/dev', '/usr', sys.base_prefix, sys.prefix,
+        os.path.dirname(os.path.dirname(sys.executable)))
 for dirpath, dirs, files in os.walk('/'):
     if dirpath.startswith(skip):
         dirs[:] = []

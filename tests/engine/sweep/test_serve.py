@@ -3,6 +3,7 @@ without vLLM or GPUs it fails with one line and exit 2."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import signal
 import socket
@@ -65,3 +66,37 @@ def test_serve_rejects_bad_gpu_lists_and_templates(tmp_path):
     for args in (["--gpus", "0,0"], ["--gpus", "a"], ["--gpus", "0", "--server-cmd", "x {nope}"]):
         proc = sweep("serve", "--model", "m", *args, "--log-dir", str(tmp_path / "logs"))
         assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+def test_serve_without_gpus_starts_one_cpu_server(tmp_path):
+    """No --gpus: one server on the CPU (CUDA_VISIBLE_DEVICES empty, {gpu} = cpu, log server-cpu.log), no GPU asked."""
+    endpoints = tmp_path / "endpoints.txt"
+    template = (f"sh -c 'echo \"[$CUDA_VISIBLE_DEVICES]\" > {tmp_path}/slot-{{gpu}}.env; exec {sys.executable} -m "
+                f"engine serve-sim --tasks bfcl --port {{port}}'")
+    proc = subprocess.Popen([sys.executable, "-m", "engine", "sweep", "serve", "--model", "sim-task-model",
+                             "--base-port", "0", "--server-cmd", template, "--endpoints-file", str(endpoints),
+                             "--log-dir", str(tmp_path / "logs"), "--startup-timeout", "60"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "CUDA_VISIBLE_DEVICES": "0", "PYTHONPATH": str(ROOT)})
+    try:
+        deadline = time.monotonic() + 90
+        while not endpoints.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert endpoints.exists(), proc.stderr.read() if proc.poll() is not None else "not ready"
+        urls = endpoints.read_text().split()
+        assert len(urls) == 1
+        assert (tmp_path / "slot-cpu.env").read_text().strip() == "[]"  # no GPU visible to the server
+        assert (tmp_path / "logs" / "server-cpu.log").exists()
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert out.split() == urls and "1 server(s) ready" in err and _refused(urls[0])
+
+
+def test_serve_without_gpus_and_without_vllm_is_one_line_exit_2(tmp_path):
+    if importlib.util.find_spec("vllm") is not None:
+        pytest.skip("vLLM is installed here: a CPU server would really start")
+    proc = sweep("serve", "--model", "Qwen/Qwen3.5-9B", "--log-dir", str(tmp_path / "logs"))
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [proc.stderr.strip()]
+    assert "vLLM is not installed" in proc.stderr and "GPU" not in proc.stderr
