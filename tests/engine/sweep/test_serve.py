@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -23,6 +24,15 @@ def _refused(url: str) -> bool:
         return s.connect_ex((host, int(port))) != 0
 
 
+def wait_for_endpoints(proc: subprocess.Popen[str], endpoints: Path) -> list[str]:
+    """The URLs `sweep serve` wrote to its endpoints file once its servers answered (or its stderr if it ended)."""
+    deadline = time.monotonic() + 90
+    while not endpoints.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert endpoints.exists(), proc.stderr.read() if proc.poll() is not None and proc.stderr else "not ready"
+    return endpoints.read_text().split()
+
+
 def test_serve_starts_servers_per_gpu_used_by_a_sweep_and_stops_them(tmp_path):
     endpoints = tmp_path / "endpoints.txt"
     template = (f"sh -c 'echo $CUDA_VISIBLE_DEVICES > {tmp_path}/gpu-{{gpu}}.env; exec {sys.executable} -m engine "
@@ -33,11 +43,7 @@ def test_serve_starts_servers_per_gpu_used_by_a_sweep_and_stops_them(tmp_path):
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONPATH": str(ROOT)})
     try:
-        deadline = time.monotonic() + 90
-        while not endpoints.exists() and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert endpoints.exists(), proc.stderr.read() if proc.poll() is not None else "not ready"
-        urls = endpoints.read_text().split()
+        urls = wait_for_endpoints(proc, endpoints)
         assert len(urls) == 2
         assert [(tmp_path / f"gpu-{g}.env").read_text().strip() for g in "01"] == ["0", "1"]
         run = sweep("run", "--sweep-dir", str(tmp_path / "sw"), "--endpoints-file", str(endpoints), "--runtime", "native", "--tasks",
@@ -79,11 +85,7 @@ def test_serve_without_gpus_starts_one_cpu_server(tmp_path):
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "CUDA_VISIBLE_DEVICES": "0", "PYTHONPATH": str(ROOT)})
     try:
-        deadline = time.monotonic() + 90
-        while not endpoints.exists() and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert endpoints.exists(), proc.stderr.read() if proc.poll() is not None else "not ready"
-        urls = endpoints.read_text().split()
+        urls = wait_for_endpoints(proc, endpoints)
         assert len(urls) == 1
         assert (tmp_path / "slot-cpu.env").read_text().strip() == "[]"  # no GPU visible to the server
         assert (tmp_path / "logs" / "server-cpu.log").exists()
