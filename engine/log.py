@@ -79,18 +79,20 @@ FRAMEWORK_PACKAGES = ("autogen_core", "autogen_agentchat", "autogen_ext", "crewa
 FRAMEWORK_LINES = 3
 
 
+def _package(pathname: str) -> str | None:
+    """The installed top-level package a source file belongs to (None: not under site-packages)."""
+    path = pathname.replace("\\", "/")
+    return path.split("site-packages/", 1)[1].split("/", 1)[0] if "site-packages/" in path else None
+
+
 def is_framework_record(name: str, pathname: str = "") -> bool:
     if any(name == root or name.startswith(root + ".") for root in FRAMEWORK_LOGGERS):
         return True
-    path = pathname.replace("\\", "/")
-    return "site-packages/" in path and path.split("site-packages/", 1)[1].split("/", 1)[0] in FRAMEWORK_PACKAGES
+    return _package(pathname) in FRAMEWORK_PACKAGES
 
 
 def framework_of(record: logging.LogRecord) -> str:
-    path = record.pathname.replace("\\", "/")
-    if "site-packages/" in path:
-        return path.split("site-packages/", 1)[1].split("/", 1)[0]
-    return record.name.split(".", 1)[0]
+    return _package(record.pathname) or record.name.split(".", 1)[0]
 
 
 class _EngineHandler(logging.StreamHandler):  # type: ignore[type-arg]

@@ -120,9 +120,11 @@ def _smoke_mismatch(body: Any, identity: dict[str, Any]) -> str | None:
     mine = identity.get("smoke")
     if theirs == mine:
         return None
-    def what(smoke: Any) -> str:
-        return "a full job" if smoke is None else f"a smoke run (smoke.rows_per_split={smoke.get('rows_per_split')})"
-    return f"holds {what(theirs)}, not {what(mine)} (differs in: smoke)"
+    return f"holds {_run_kind(theirs)}, not {_run_kind(mine)} (differs in: smoke)"
+
+
+def _run_kind(smoke: Any) -> str:
+    return "a full job" if smoke is None else f"a smoke run (smoke.rows_per_split={smoke.get('rows_per_split')})"
 
 
 def _differing(body: Any, identity: dict[str, Any]) -> list[str]:

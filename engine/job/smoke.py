@@ -10,7 +10,7 @@ optimizers.registry.smallest_budget; at least 1). It is never a protocol result:
 * its split hash is that of the truncated splits, so its cell id and condition differ from the full job's: a smoke
   --out is never resumed as a full job nor the reverse (check_out_dir refuses in one line naming `smoke`), and a
   shared evaluation cache never mixes the two;
-* the stdout summary line says `"smoke": N`, the progress lines start with `smoke N:`.
+* the stdout summary line says `"smoke": N`, the progress lines start with `[smoke N] `.
 
 Decision: N larger than a split is refused (exit 2, one line naming the split and its size), not clamped: a run
 labelled "N rows per split" holds exactly N rows of every split.

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
-from collections.abc import Callable
 
 from core.protocol import FULL_BUDGET
 from engine.chat.endpoint import EndpointPool

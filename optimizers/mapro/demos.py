@@ -38,6 +38,7 @@ DEMOS_PER_ROLE = 3
 DEMO_CHARS = 1400   # per field of a rendered demo (task, output), head + tail
 PAIR_CHARS = 1200   # per field of a preference-pair side shown to the reflection model
 DEMO_HEADING = "MAPRO Selected Demonstrations"
+KEPT_CHARS = max(DEMO_CHARS, PAIR_CHARS)  # what an Example keeps of each field
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,10 @@ def examples_of(role: str, terminal: str, rnd: int, row: Row, record: RolloutRec
         text = output_text(record).strip()
     if not text:
         return None
-    return Example(role, record.example_id, record.rollout_id, rnd, task_text(row), text, score)
+    # kept no longer than the longest rendering reads (head+tail of head+tail is the same cut): every pass's
+    # examples are kept, so a full 1 MB output here would grow memory with the responses
+    return Example(role, record.example_id, record.rollout_id, rnd, head_tail(task_text(row), KEPT_CHARS),
+                   head_tail(text, KEPT_CHARS), score)
 
 
 def pick(candidates: Sequence[Example], k: int, rng: random.Random) -> list[Example]:

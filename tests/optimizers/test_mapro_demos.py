@@ -4,6 +4,7 @@ bad output of the blamed role) in the rewrite prompts; infrastructure-failed rec
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import re
@@ -16,8 +17,9 @@ from core.blobs import resolve
 
 from core.models import AgentOutput, PromptBundle, RolloutRecord, RolloutStatus
 from optimizers.mapro import Mapro
-from optimizers.mapro.demos import (DEMO_CHARS, DEMO_HEADING, DemoBook, examples_of, pick, preference_pair,
-                                    render_role_prompt)
+from optimizers.mapro.demos import (DEMO_CHARS, DEMO_HEADING, KEPT_CHARS, PAIR_CHARS, DemoBook, PreferencePair,
+                                    examples_of, pick, preference_pair, render_role_prompt)
+from optimizers.reflective_dataset import head_tail
 from tests.conftest import start_sim
 from tests.optimizers.fakes import FakeRunner, infra_record, rows, seed_bundle
 from tests.optimizers.optjob import bench, read, run
@@ -225,3 +227,19 @@ def test_job_sends_the_demos_and_preference_pairs_on_the_wire(tmp_path):
     deployed = selection["deployed_bundle"]
     assert DEMO_HEADING in deployed["roles"]["solver"] and deployed["metadata"]["mapro_demo_ids"]["solver"]
     assert any(deployed["roles"]["solver"] in s for s in systems)  # the deployed prompt, demos included, was sent
+
+
+def test_an_example_keeps_only_what_its_renderings_read():
+    """Every pass's examples are kept for the search: a 1 MB role output is kept head+tail at the longest cut a
+    rendering reads, and the demo and the preference-pair renderings are the same as from the full text."""
+    train = rows("t", 2)
+    big = "step " * 200_000
+    full = {r: f"{r}:" + big + "end" for r in ROLES}
+    good = examples_of("solver", "solver", 0, train[0], record(train[0].id, 1.0), full)
+    bad = examples_of("solver", "solver", 0, train[1], record(train[1].id, 0.0), full)
+    assert good is not None and bad is not None
+    assert len(good.output) <= KEPT_CHARS and good.output.startswith("solver:step") and good.output.endswith("end")
+    assert render_role_prompt("Solve.", "solver", [good]) == render_role_prompt(
+        "Solve.", "solver", [dataclasses.replace(good, output=full["solver"].strip())])
+    pair = PreferencePair("solver", good, bad).render()
+    assert head_tail(full["solver"].strip(), PAIR_CHARS) in pair
