@@ -42,7 +42,10 @@ class ProgressSnapshot:
     """The job's progress now: its phase (`optimize`, `validation evaluation`, ...), that phase's rollouts done /
     planned (optimize: charged / budget), its failures by kind (rollout statuses, and the method's model-call
     failures as `<component>:<kind>`), rate (rollouts/s of this phase) and ETA (s, of this phase), and
-    `rollouts`: every rollout the job has completed so far in all its phases of this process."""
+    `rollouts`: every rollout the job has completed so far in all its phases of this process; of them `replayed`
+    were read back from its store (a resumed job) and `shared` answered by the sweep's shared evaluation cache
+    (another job's evaluation of the same bundle: no endpoint request), so `rollouts - replayed - shared` is the
+    work the endpoints did for this job."""
 
     phase: str
     done: int
@@ -51,6 +54,8 @@ class ProgressSnapshot:
     rate: float | None
     eta: float | None
     rollouts: int
+    replayed: int = 0
+    shared: int = 0
 
 
 @dataclass
@@ -81,6 +86,7 @@ class Progress:
         self.prefix = prefix
         self.replayed_rollouts = 0  # every rollout replayed from the store, all phases
         self._replayed_charged = 0  # of them, the optimize phase's charged ones (not live work)
+        self.shared_rollouts = 0  # rollouts the shared evaluation cache answered (engine/job/evaluation.py)
         self.report, self.report_interval = report, report_interval
         self._phase: _Phase | None = None
         self._started = clock()
@@ -113,6 +119,10 @@ class Progress:
             self._evaluated += self._phase.done
         self._phase = None
 
+    def served_from_cache(self, rollouts: int) -> None:
+        """The evaluation that just ran was answered by the shared evaluation cache: its rollouts were no work."""
+        self.shared_rollouts += rollouts
+
     # ------------------------------------------------------------------ the listener's snapshot
     def snapshot(self) -> ProgressSnapshot:
         now, phase = self.clock(), self._phase
@@ -125,17 +135,20 @@ class Progress:
             return ProgressSnapshot(phase.label, phase.done, phase.total, {**failures, **model},
                                     round(live / elapsed, 3) if elapsed > 0 else None,
                                     _eta(phase.total - phase.done, live, elapsed),
-                                    charged + self._evaluated + phase.done)
+                                    charged + self._evaluated + phase.done, self.replayed_rollouts,
+                                    self.shared_rollouts)
         snap = self.ledger.snapshot() if self.ledger is not None else None
         if snap is None:
-            return ProgressSnapshot("starting", 0, 0, model, None, None, self._evaluated)
+            return ProgressSnapshot("starting", 0, 0, model, None, None, self._evaluated, self.replayed_rollouts,
+                                    self.shared_rollouts)
         elapsed = now - self._started
         failures = {k: n for k, n in (("semantic_failure", snap.semantic_failures),
                                       ("infrastructure_failure", snap.infrastructure_failures)) if n}
         live = snap.charged - self._replayed_charged
         return ProgressSnapshot("optimize", snap.charged, snap.maximum, {**failures, **model},
                                 round(live / elapsed, 3) if elapsed > 0 else None,
-                                _eta(snap.maximum - snap.charged, live, elapsed), charged + self._evaluated)
+                                _eta(snap.maximum - snap.charged, live, elapsed), charged + self._evaluated,
+                                self.replayed_rollouts, self.shared_rollouts)
 
     def _report(self, force: bool) -> None:
         now = self.clock()

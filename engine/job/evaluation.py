@@ -135,6 +135,8 @@ class Evaluator:
 
             shared, provenance = await self.shared.evaluate(eid, ident, self.runner.pool, run)
             records = tuple(shared)
+            if provenance["source"] == "shared" and self.progress is not None:
+                self.progress.served_from_cache(len(records))  # no endpoint work: not in a sweep's rate or plan
             await store.annotate("node", self.runner.run_node, "mpb.shared_evaluation",
                                  {"evaluation_id": eid, **provenance}, actor="engine:evaluation")
         return records

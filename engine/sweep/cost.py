@@ -25,6 +25,12 @@ PROMPT_TOKENS_PER_CALL = 1500  # assumption: system prompt + task + context of o
 COMPLETION_TOKENS_PER_CALL = 400  # assumption: one answer with thinking off
 
 
+def calls_per_rollout(cell: str) -> int:
+    """The assumed model calls of one rollout of `cell` (CALLS): the unit `sweep status` weighs work in."""
+    c = parse_cell(cell)
+    return int(CALLS[c.topology](c.team_size))
+
+
 @dataclass(frozen=True)
 class Cost:
     jobs: int

@@ -16,10 +16,13 @@ Reading (`sweep status`, any process): a row `running` in `jobs` is
 - `stale` otherwise: the driver is gone (kill -9, a lost node) and the row waits for the next `sweep run`, which
   resumes it. A driver on another host (Ray) cannot be asked: there a heartbeat older than STALE_AFTER_S decides.
 
-Totals: rollouts done / planned over the runnable jobs (planned per job as engine/sweep/cost.py counts it:
-the search budget plus the seed and candidate evaluations on validation and test; a job that finished counts as
-done), and an ETA = remaining rollouts / the rate of this run (rollouts completed by the jobs started since the
-driver started, over the time since then).
+Totals count endpoint work: rollouts done / planned over the runnable jobs (planned per job as engine/sweep/cost.py
+counts it: the search budget plus the seed and candidate evaluations on validation and test, the seed bundle's two
+counted once per condition and seed because the shared evaluation cache runs them once; done leaves out what was
+replayed from a store or answered by the shared cache; a job that finished counts as done; a candidate's
+evaluations count the expected share, `candidate_share`, until the job's search is sealed), and an ETA = remaining
+rollouts / the current rate (engine/sweep/rate.py: the driver's moving-window rate while it is alive; else the
+endpoint work of the jobs this run started over the time since the first of them started).
 """
 
 from __future__ import annotations
@@ -35,8 +38,9 @@ from typing import Any
 
 import anyio
 
-from core.cell import parse_cell
 from engine.progress import ProgressSnapshot
+from engine.sweep.rate import RATE_META, WorkRate, live_work
+from engine.sweep.remaining import JobView, candidate_share, planned_for, work
 from engine.sweep.state import JobRow, ProgressRow, SweepState
 
 STALE_AFTER_S = 60.0  # a heartbeat this old, with the job lock free, means the driver is gone
@@ -50,15 +54,23 @@ class LiveProgress:
         self.state, self.interval = state, interval
         self._latest: dict[str, dict[str, Any]] = {}
         self.running: set[str] = set()
+        self.rate = WorkRate()
+        self._weights: dict[str, float] = {}
 
-    def reporter(self, key: str) -> Callable[[ProgressSnapshot], None]:
+    def reporter(self, key: str, weight: float = 1.0) -> Callable[[ProgressSnapshot], None]:
+        """`weight`: the job's model calls per rollout (engine/sweep/cost.calls_per_rollout), for the rate."""
+        self._weights[key] = weight
+
         def report(snapshot: ProgressSnapshot) -> None:
             self._latest[key] = asdict(snapshot)
         return report
 
     async def flush(self) -> None:
         pending, self._latest = self._latest, {}  # taken on the event loop, where the reporters run
+        now = time.time()
+        rate = self.rate.update(pending, now, self._weights)
         await anyio.to_thread.run_sync(self.state.record_progress, pending, set(self.running))
+        await anyio.to_thread.run_sync(self.state.set_meta, RATE_META, {"rate": rate, "at": now})
 
     async def run(self) -> None:
         """Until cancelled: flush every `interval`; a last flush when cancelled (the jobs' final snapshots)."""
@@ -115,61 +127,6 @@ def liveness(row: JobRow, prog: ProgressRow | None, sweep_dir: Path, now: float)
     return "running" if fresh and alive is not False else "stale"
 
 
-def planned_rollouts(method: str, cell: str, budget: int, job_dir: Path | None = None) -> int | None:
-    """The rollouts a job's runner will complete: the search budget, the seed bundle on validation and test, and
-    the candidate's evaluations on both (None when the task's splits are unknown). Refined by the job's sealed
-    artifacts as they appear: optimization.json gives the rollouts charged, and an incumbent equal to the seed
-    bundle (its evaluations are the seed's, reused, none run); selection.json whether a candidate was evaluated
-    on validation and whether the deployed bundle is the seed's (then the test has one arm to run)."""
-    from core.artifacts import Optimization, Selection
-    from engine.sweep.cost import split_sizes
-
-    try:
-        _, n_val, n_test = split_sizes(parse_cell(cell).task)
-    except (OSError, ValueError, KeyError):
-        return None
-    if method == "identity":
-        return n_val + n_test
-    search, cand_val, cand_test = budget, n_val, n_test
-    if job_dir is not None and (opt := _sealed(job_dir / "optimization.json", Optimization)) is not None:
-        search = opt.budget.charged
-        if opt.incumbent_bundle == opt.seed_bundle:
-            cand_val = cand_test = 0
-    if job_dir is not None and (sel := _sealed(job_dir / "selection.json", Selection)) is not None:
-        if sel.candidate_validation_id in (None, sel.baseline_validation_id):
-            cand_val = 0
-        if sel.deployed_bundle == sel.seed_bundle:
-            cand_test = 0
-    return search + n_val + n_test + cand_val + cand_test
-
-
-def _sealed(path: Path, model: Any) -> Any:
-    from engine.job.artifacts import read_artifact
-
-    if not path.is_file():
-        return None
-    try:
-        return read_artifact(path, model).artifact
-    except Exception:  # being written, or damaged: the job's own resume decides; here only a plan is refined
-        return None
-
-
-@dataclass(frozen=True)
-class JobView:
-    row: JobRow
-    shown: str  # the status shown: the recorded one, `running` split into running / stale
-    progress: ProgressRow | None
-    planned: int | None
-
-    @property
-    def done(self) -> int:
-        """Rollouts done; a job that ended (finished, failed) has none left to do: its plan is done."""
-        snap = self.progress.snapshot if self.progress is not None else None
-        if self.row.status in ("finished", "failed") and self.planned is not None:
-            return self.planned
-        return int(snap["rollouts"]) if snap else 0
-
-
 @dataclass(frozen=True)
 class SweepView:
     jobs: list[JobView]
@@ -193,41 +150,45 @@ def read_sweep(sweep_dir: Path, now: float | None = None) -> SweepView:
     state = SweepState(sweep_dir / "sweep.sqlite")
     try:
         rows, progress, settings, run = state.rows(), state.progress(), state.meta("settings"), state.meta(RUN_META)
+        measured = state.meta(RATE_META)
     finally:
         state.close()
     now = time.time() if now is None else now
     budget = int((settings or {}).get("budget", 600))
+    share = candidate_share(rows, sweep_dir)
     jobs = []
     for r in rows:
         prog = progress.get(r.key)
         shown = liveness(r, prog, sweep_dir, now) if r.status == "running" else r.status
-        jobs.append(JobView(r, shown, prog, _planned(r, prog, sweep_dir, budget)))
+        jobs.append(JobView(r, shown, prog, planned_for(r, prog, sweep_dir, budget, share)))
     counts = {s: 0 for s in ("pending", "running", "stale", "finished", "degraded", "failed", "not_implemented")}
     for j in jobs:
         counts[j.shown] += 1
     runnable = [j for j in jobs if j.planned is not None]
-    done = sum(min(j.done, j.planned or 0) for j in runnable)
-    planned = sum(j.planned or 0 for j in runnable)
-    rate = _run_rate(jobs, run)
+    done, planned, done_calls, planned_calls = work(runnable)
     driver = driver_alive(run["pid"], run["host"]) if run else False
+    fresh = measured and measured.get("rate") and now - float(measured["at"]) < STALE_AFTER_S and driver is not False
+    calls_rate = float(measured["rate"]) if fresh else _run_rate(jobs, run)  # model calls/s
+    rate = round(calls_rate * done / done_calls, 3) if calls_rate and done_calls else None  # rollouts/s, shown
     ended = counts["running"] == 0 and driver is not True
-    eta = round((planned - done) / rate, 1) if rate and not ended and planned > done else None
+    eta = (round((planned_calls - done_calls) / calls_rate, 1)
+           if calls_rate and not ended and planned_calls > done_calls else None)
     return SweepView(jobs, counts, done, planned, rate, eta, now, ended)
 
 
-def _planned(r: JobRow, prog: ProgressRow | None, sweep_dir: Path, budget: int) -> int | None:
-    if r.status == "not_implemented":
-        return None
-    if r.status == "finished" and prog is not None and prog.snapshot:  # what it took (no artifact read)
-        return int(prog.snapshot["rollouts"])
-    return planned_rollouts(r.method, r.cell, budget, sweep_dir / r.directory if r.status != "pending" else None)
-
-
 def _run_rate(jobs: list[JobView], run: dict[str, Any] | None) -> float | None:
-    """Rollouts completed by the jobs this run started, over the time from its start to the last heartbeat."""
+    """Endpoint work in model calls (rollouts completed live, not replayed or answered by the shared cache) of the jobs this run
+    started, over the time from the first of them starting to the last heartbeat (the driver's own start-up, the
+    endpoints' preflight, is no rate)."""
     if not run:
         return None
-    mine = [j.progress for j in jobs if j.progress is not None and j.progress.started >= run["started"]]
-    last = max((p.heartbeat for p in mine), default=run["started"])
-    total = sum(int(p.snapshot["rollouts"]) for p in mine if p.snapshot)
-    return round(total / (last - run["started"]), 3) if last - run["started"] > 1.0 and total else None
+    from engine.sweep.cost import calls_per_rollout
+
+    mine = [j for j in jobs if j.progress is not None and j.progress.started >= run["started"]]
+    if not mine:
+        return None
+    first = min(j.progress.started for j in mine if j.progress is not None)
+    last = max(j.progress.heartbeat for j in mine if j.progress is not None)
+    total = sum(live_work(j.progress.snapshot) * calls_per_rollout(j.row.cell)
+                for j in mine if j.progress and j.progress.snapshot)
+    return round(total / (last - first), 3) if last - first > 1.0 and total > 0 else None

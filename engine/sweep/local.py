@@ -19,6 +19,7 @@ import anyio
 
 from engine.chat.auth import scrub
 from engine.chat.endpoint import EndpointPool
+from engine.sweep.cost import calls_per_rollout
 from engine.sweep.endpoints import EndpointSpec, open_shared
 from engine.sweep.evalcache import EvaluationCache
 from engine.sweep.jobcall import JobSettings, degraded_reasons, run_spec
@@ -59,7 +60,7 @@ async def run_local(specs: list[JobSpec], sweep_dir: Path, state: SweepState, se
                     try:
                         result = await run_spec(spec, sweep_dir / "runs", settings, pool, reflection,
                                                 cache.for_job(spec.key) if cache is not None else None,
-                                                live.reporter(spec.key))
+                                                live.reporter(spec.key, calls_per_rollout(spec.cell)))
                     except Exception as exc:  # a job's failure is data: recorded, retried, never the sweep's
                         final = attempt_index == job_retries
                         await anyio.to_thread.run_sync(state.fail, spec.key, error_line(exc), final)

@@ -20,7 +20,8 @@ from pathlib import Path
 
 from core.errors import UsageError
 from engine.cli.args import StrictParser, positive_float
-from engine.sweep.live import JobView, SweepView, read_sweep
+from engine.sweep.live import SweepView, read_sweep
+from engine.sweep.remaining import JobView
 
 COUNT_ORDER = ("pending", "running", "stale", "finished", "degraded", "failed", "not_implemented")
 

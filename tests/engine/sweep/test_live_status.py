@@ -76,9 +76,9 @@ def test_live_counts_move_then_kill_9_leaves_stale_jobs_with_their_last_progress
         first = wait_for(moving, "a running job with progress")
         second = wait_for(lambda: (s if (s := status_json(sw))["rollouts_done"] > first["rollouts_done"] else None),
                           "the counts move")
-        # planned only narrows between polls (a job that seals optimization.json / selection.json refines its plan,
-        # engine/sweep/live.planned_rollouts), and work remains
-        assert first["rollouts_planned"] >= second["rollouts_planned"] > second["rollouts_done"]
+        # the plan may move between polls (a job that seals optimization.json / selection.json refines its plan, and
+        # the expected share of candidates learns from them: engine/sweep/remaining.py), and work remains
+        assert second["rollouts_planned"] > second["rollouts_done"] > first["rollouts_done"]
         running = [j for j in second["jobs"] if j["shown"] == "running"]
         assert running and all(j["progress"] is None or j["progress"]["phase"] for j in running)
         assert second["eta_s"] is not None and second["eta_s"] > 0 and second["rate_per_s"] > 0

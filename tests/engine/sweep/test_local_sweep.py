@@ -99,3 +99,24 @@ def test_status_table(swept):
     assert "gepa/bfcl/independent/qwen/2" in proc.stdout and "delta_pp=" in proc.stdout
     missing = sweep("status", "--sweep-dir", str(swept["root"] / "nothing"))
     assert missing.returncode == 2 and len(missing.stderr.strip().splitlines()) == 1
+
+
+def test_status_counts_endpoint_work_once(swept):
+    """`sweep status` totals count endpoint work: the seed bundle's evaluations of a condition and seed are answered
+    by the shared cache for all but one of its jobs (`shared` in their snapshots), so done == planned == the live
+    rollouts of all jobs, not their sum."""
+    from engine.sweep.cost import split_sizes
+
+    proc = sweep("status", "--sweep-dir", str(swept["root"] / "sw"), "--json")
+    assert proc.returncode == 0, proc.stderr
+    st = json.loads(proc.stdout)
+    snaps = {j["key"]: j["progress"] for j in st["jobs"]}
+    assert all(s is not None for s in snaps.values())
+    live = sum(s["rollouts"] - s["replayed"] - s["shared"] for s in snaps.values())
+    assert st["rollouts_done"] == st["rollouts_planned"] == live
+    assert live < sum(s["rollouts"] for s in snaps.values())
+    _, n_val, n_test = split_sizes("bfcl")
+    groups: Counter[tuple[str, int]] = Counter()
+    for j in st["jobs"]:
+        groups[(j["cell"], j["seed"])] += j["progress"]["shared"]
+    assert groups and set(groups.values()) == {n_val + n_test}  # one job per condition and seed ran them
