@@ -10,7 +10,8 @@ this process's CPU time is the engine's (and the framework's) alone. Per runtime
 its ratio to native, measured first in the same run), wall time (and its ratio to native), model calls, the
 time-averaged number of requests in flight at the endpoint pool, the gateway's own cost per call (time inside its
 handler minus the recorded call it waits on; target <= 1 ms), usable rollouts of the rows run, and the share of rows
-scored 1. A runtime whose extra is not installed is listed as skipped. `--tiny` is the smoke run
+scored 1. The batch runs with the long-lived heap frozen, as a job's phases do (engine/heap.py). A runtime whose
+extra is not installed is listed as skipped. `--tiny` is the smoke run
 (tests/test_bench_frameworks.py), its figures meaningless as timings.
 """
 
@@ -35,6 +36,7 @@ from core.contracts import JOB_CONTRACT_VERSION  # noqa: E402
 from core.protocol import OPTIMIZATION_DECODING  # noqa: E402
 from engine.chat.endpoint import Endpoint, EndpointPool, Timeouts  # noqa: E402
 from engine.gateway.server import Gateway  # noqa: E402
+from engine.heap import long_lived_heap_frozen  # noqa: E402
 from engine.runner import RetryPolicy, RolloutSpec, Runner  # noqa: E402
 from engine.runtimes import build_topology, missing_extra, needs_gateway  # noqa: E402
 from engine.store import Store  # noqa: E402
@@ -96,10 +98,11 @@ async def measure(url: str, workload: str, framework: str, rows: int, concurrenc
                                  status="running", worker_key=None, level=0, actor="bench")
             runner = Runner(store=store, pool=pool, bench=bench, topology=topology, run_node="run",
                             retry=RetryPolicy(base_delay=0.0), concurrency=concurrency, gateway=gateway)
-            cpu0, wall0 = time.process_time(), time.perf_counter()
-            flight.area, flight.last = 0.0, wall0
-            records = await runner.run_batch(specs, DECODING, None)
-            wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+            with long_lived_heap_frozen():  # as a job runs its phases (engine/job/run_job.py)
+                cpu0, wall0 = time.process_time(), time.perf_counter()
+                flight.area, flight.last = 0.0, wall0
+                records = await runner.run_batch(specs, DECODING, None)
+                wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
     calls = max(flight.calls, 1)
     own = None if gateway is None else (gateway.handler_seconds - gateway.upstream_seconds) / max(gateway.requests, 1)
     return {"wall_s": wall, "cpu_ms_per_call": 1000 * cpu / calls, "gateway_ms_per_call": None if own is None
