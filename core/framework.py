@@ -9,19 +9,26 @@ implementation and records the tool events against the agent's latest model call
 Reads (the card's edges): by default the first call of an agent reads what the runtime declared with
 `agent(..., reads=...)` and every later call reads that agent's previous call; `feed` overrides the next call's
 reads (a runtime that knows who read whom, e.g. a LangGraph node reading earlier stages, feeds them).
+
+Built once, routed per call: a runtime's clients, models and agents need not be built per rollout. `shared(key,
+build)` keeps one object per key for the gateway's lifetime (`build` gets the gateway's route-free base URL; an
+object with `aclose` is closed when the gateway stops), and a request sent there names its agent by the
+`AgentLink.headers` it carries (the route token in `ROUTE_HEADER`) instead of by its URL.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from core.errors import ContractError
 from core.topology import AgentContext
 
 ReadsFn = Callable[[], Sequence[str]]
+T = TypeVar("T")
+ROUTE_HEADER = "X-Gateway-Route"
 
 
 @dataclass(frozen=True)
@@ -33,6 +40,12 @@ class AgentLink:
     model: str
     role: str
     member: int
+    route: str = ""  # the opaque route token (the same one `base_url` carries)
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """What a request to the gateway's shared base URL carries to name this agent."""
+        return {ROUTE_HEADER: self.route}
 
 
 @dataclass(frozen=True)
@@ -65,6 +78,8 @@ class GatewaySession(Protocol):
 
     def call_tool_blocking(self, role: str, member: int, name: str, arguments: Any,
                            call_id: str | None = None) -> str: ...
+
+    def shared(self, key: Hashable, build: Callable[[str], T]) -> T: ...
 
 
 @runtime_checkable

@@ -14,6 +14,13 @@ whitespace-normalized, under the shared vote rule (largest bucket, ties to the l
 The SDK sends no `repetition_penalty`; the gateway replaces whatever decoding a framework sends with the protocol's,
 which includes it, so these requests carry it like every other (recorded; the SDK's own parameters are kept in
 the call's `framework_params`). Tracing is disabled: the SDK exports nothing.
+
+Built once, routed per call: the OpenAI client (and its loopback HTTP client) is the gateway's, shared by every
+rollout (frameworks/loopback.py `shared_openai`: no typed request transform, aiohttp underneath); each peer's
+model talks through `routed(link)`, a view of it carrying the peer's route. What a rollout still creates: one
+`agents.Agent` per peer (its instructions are the rollout's prompt and its tools the row's; ~0.4 ms each), an
+`OpenAIChatCompletionsModel` and a routed client view per peer (~0.02 ms), the row's `FunctionTool`s, and what
+`Runner.run` builds on every run (its run state, items and usage objects).
 """
 
 from __future__ import annotations
@@ -28,7 +35,6 @@ os.environ["OPENAI_AGENTS_DISABLE_TRACING"] = "1"
 from agents import (Agent, FunctionTool, MaxTurnsExceeded, ModelSettings, OpenAIChatCompletionsModel,  # noqa: E402
                     Runner, set_tracing_disabled)
 from agents.tool_context import ToolContext  # noqa: E402
-from openai import AsyncOpenAI  # noqa: E402
 
 from core.benchmark import Benchmark, rerenders_handoffs  # noqa: E402
 from core.communication import CommunicationLog  # noqa: E402
@@ -36,7 +42,7 @@ from core.framework import GatewaySession, open_gateway  # noqa: E402
 from core.topology import AgentContext  # noqa: E402
 from core.models import AgentOutput, PromptBundle, Row  # noqa: E402
 from core.voting import majority_vote  # noqa: E402
-from frameworks.loopback import async_http_client  # noqa: E402
+from frameworks.loopback import shared_openai  # noqa: E402
 from topologies.decentralized import Decentralized, peers_message  # noqa: E402
 from topologies.members import run_members  # noqa: E402
 from topologies.messages import editable, finish_output, system_prompt, tools_for  # noqa: E402
@@ -105,21 +111,14 @@ class SdkDecentralized(Decentralized):
         step_limited: set[int] = set()
         async with open_gateway(ctx, FRAMEWORK) as gw:
             agents: list[Agent[Any]] = []
-            clients: list[AsyncOpenAI] = []
             for member in range(n):
                 link = gw.agent(role, member)
-                client = AsyncOpenAI(base_url=link.base_url, api_key=link.api_key, max_retries=0,
-                                     http_client=async_http_client())  # the shared loopback TLS context
-                clients.append(client)
+                client = shared_openai(gw, link).routed(link)  # the gateway's one client, this peer's route
                 agents.append(Agent(name=f"{role}_{member}", instructions=system,
                                     model=OpenAIChatCompletionsModel(model=link.model, openai_client=client),
                                     tools=list(sdk_tools(gw, role, member, schemas)),
                                     model_settings=self.model_settings))
-            try:
-                answers = await self._debate(gw, agents, role, task, rounds, max_turns, comm, step_limited)
-            finally:
-                for client in clients:
-                    await client.close()
+            answers = await self._debate(gw, agents, role, task, rounds, max_turns, comm, step_limited)
         outputs = [await finish_output(bench, row, ctx, AgentOutput(text=text, selected_member=m))
                    for m, text in enumerate(answers)]
         vote = majority_vote([sdk_vote_key(o.text) for o in outputs])

@@ -20,6 +20,14 @@ CrewAI contacts nothing but the gateway: telemetry, tracking and tracing are swi
 (frameworks/crewai_parts.py; each Crew is also built with `tracing=False`), memory, planning, caching and
 delegation are off, the native OpenAI provider is used (no LiteLLM, no model-cost lookups), and CrewAI's kickoff
 log stays in memory instead of a shared SQLite file under the user's data directory.
+
+Still built per rollout (issue 31 item 1; bench/frameworks.py measured ~43-51 ms of engine CPU per model call
+under load, native ~1.5): the Crew, its Agents, Tasks and LLMs, because CrewAI keeps a run's state on them (each
+Task's output and the context the later tasks read, each Agent's executor and tools handler, the Crew's kickoff
+log), so one object cannot serve two concurrent rollouts. Those are pydantic models validated on construction,
+plus CrewAI's sync kickoff in a worker thread and its event bus. Reusing them would mean resetting CrewAI's
+private state between runs and serializing the rollouts. The per-call HTTP path (the OpenAI SDK's sync client) has
+not been changed yet. How much of the cost is construction and how much is kickoff was not measured separately.
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 Routes (`<token>` is an agent's opaque route, see engine/gateway/session.py):
 
 * POST /g/<token>/v1/chat/completions: the agent's next recorded turn; `stream: true` gets the same reply as
-  server-sent events;
+  server-sent events; POST /v1/chat/completions with the token in the `X-Gateway-Route` header is the same route
+  (for a client built once per gateway, `shared`, that names its agent per call);
 * GET /g/<token>/v1/models: the task model;
 * anything else: 404 with OpenAI's error shape.
 
@@ -17,11 +18,13 @@ from __future__ import annotations
 
 import socket
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Hashable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from aiohttp import web
 
 from core.errors import InfrastructureError
+from core.framework import ROUTE_HEADER
 from engine.chat.body import BodyError, parse_json
 from engine.containment import AgentFailure
 from engine.gateway.session import RolloutSession, SessionFailed, open_session
@@ -33,6 +36,7 @@ if TYPE_CHECKING:
     from engine.agent_context import RecordedAgentContext
 
 MAX_BODY_BYTES = 64 * 1024 * 1024
+T = TypeVar("T")
 
 
 def _error(status: int, message: str, kind: str) -> web.Response:
@@ -50,6 +54,7 @@ class Gateway:
         self.handler_seconds = 0.0  # time inside the chat handler, and the part of it spent in the recorded call:
         self.upstream_seconds = 0.0  # their difference is the gateway's own cost (bench/frameworks.py)
         self._routes: dict[str, RolloutSession] = {}
+        self._shared: dict[Hashable, Any] = {}  # what runtimes build once per gateway (core.framework)
         self._runner: web.AppRunner | None = None
 
     @property
@@ -59,6 +64,7 @@ class Gateway:
     async def __aenter__(self) -> "Gateway":
         app = web.Application(client_max_size=MAX_BODY_BYTES)
         app.router.add_post("/g/{token}/v1/chat/completions", self._chat)
+        app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_get("/g/{token}/v1/models", self._models)
         app.router.add_route("*", "/{tail:.*}", self._not_found)
         # a framework that gives up on a request (its attempt cancelled, its client closed) cancels the recorded call
@@ -79,12 +85,23 @@ class Gateway:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        shared, self._shared = list(self._shared.values()), {}
+        for thing in shared:
+            if hasattr(thing, "aclose"):
+                await thing.aclose()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
 
     def session(self, ctx: "RecordedAgentContext", framework: str) -> "AbstractAsyncContextManager[RolloutSession]":
         return open_session(self, ctx, framework)
+
+    def shared(self, key: Hashable, build: Callable[[str], T]) -> T:
+        """One object per key for this gateway's lifetime, built on first use from the route-free base URL."""
+        if key not in self._shared:
+            self._shared[key] = build(f"{self.url}/v1")
+        thing: T = self._shared[key]
+        return thing
 
     def register(self, token: str, session: RolloutSession) -> None:
         self._routes[token] = session
@@ -110,7 +127,7 @@ class Gateway:
             self.handler_seconds += time.perf_counter() - started
 
     async def _answer(self, request: web.Request) -> web.StreamResponse:
-        token = request.match_info["token"]
+        token = request.match_info.get("token") or request.headers.get(ROUTE_HEADER) or ""
         session = self._routes.get(token)
         if session is None:
             return _error(404, "unknown or closed gateway route", "not_found")

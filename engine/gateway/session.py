@@ -13,10 +13,10 @@ at once, and leaving the session raises that failure, so the attempt ends as the
 from __future__ import annotations
 
 import secrets
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Hashable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import anyio.from_thread
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from engine.agent_context import RecordedAgentContext
     from engine.gateway.server import Gateway
 
+T = TypeVar("T")
 API_KEY = "mpb-gateway"  # frameworks insist on a key; the gateway needs none (routes are unguessable tokens)
 
 
@@ -72,7 +73,10 @@ class RolloutSession:
         elif reads is not None:
             self._agents[token].reads = reads
         return AgentLink(base_url=f"{self.gateway.url}/g/{token}/v1", api_key=API_KEY, model=self.model,
-                         role=role, member=member)
+                         role=role, member=member, route=token)
+
+    def shared(self, key: Hashable, build: Callable[[str], T]) -> T:
+        return self.gateway.shared(key, build)
 
     def _agent(self, role: str, member: int) -> _Agent:
         token = self._tokens.get((role, member))

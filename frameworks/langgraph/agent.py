@@ -1,5 +1,15 @@
-"""LangGraph agents on the recording gateway: one ChatOpenAI model per agent route, the ReAct graph every
+"""LangGraph agents on the recording gateway: the ChatOpenAI model the agents share, the ReAct graph every
 LangGraph runtime uses for an agent's episode, and the ToolNode that runs the dataset's tools through the gateway.
+
+Built once, routed per call (core.framework): one ChatOpenAI (and its loopback httpx client) per gateway and model
+id, held by the gateway (`shared`), and one compiled ReAct graph per process (`react_graph`). What differs per
+rollout or per episode travels as run configuration: the agent's route as per-call `extra_headers`, its tools as the
+call's `tools`, and the episode (route, tools, step limit, tool answers) in `config["configurable"]["episode"]`,
+which the model node, the router and the ToolNode's interceptor read. Nothing per-rollout is stored on a shared
+object. Per rollout a runtime still creates only plain Python objects: the `Team` (the gateway session's view), one
+`Episode` per agent episode, the runtime's own bookkeeping, and LangGraph's per-invocation objects (the Pregel loop,
+its channels and tasks, LangChain's message objects and callback manager), which LangGraph builds on every
+`ainvoke` of a compiled graph.
 
 The ReAct graph is the prebuilt agent's shape (model node -> ToolNode -> model node ...), built here as a
 StateGraph so its step limit means what the native loop's means: `max_steps` model calls, the tools of every
@@ -21,18 +31,21 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Annotated, Any, TypedDict
 
 import anyio
 import httpx
-from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage, ToolMessage
-from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.utils.function_calling import convert_to_openai_tool
 from langchain_openai import ChatOpenAI
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.prebuilt import ToolNode
 
-from core.framework import GatewaySession, open_gateway
+from core.framework import AgentLink, GatewaySession, open_gateway
+from frameworks.loopback import LeanAsyncOpenAI, loopback_async_client
 from core.topology import AgentContext
 from topologies.messages import AgentTurn
 
@@ -49,24 +62,49 @@ def start_messages(system: str, user: str) -> list[AnyMessage]:
     return [SystemMessage(content=system), HumanMessage(content=user)]
 
 
+class SharedModel:
+    """The ChatOpenAI every agent of a gateway's rollouts calls, on the gateway's route-free URL (an agent's route
+    travels per call), over the lean OpenAI client (frameworks/loopback.py: no typed request transform) on one
+    loopback HTTP client."""
+
+    def __init__(self, base_url: str, model: str, api_key: str) -> None:
+        self.http = loopback_async_client()
+        client = LeanAsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=0, http_client=self.http)
+        self.chat = ChatOpenAI(model=model, base_url=base_url, api_key=api_key,  # type: ignore[arg-type]
+                               max_retries=0, async_client=client.chat.completions, http_client=_IDLE_SYNC_CLIENT)
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+
+
 @dataclass
 class Team:
-    """One rollout attempt's LangGraph agents: the gateway session and one model per (role, member)."""
+    """One rollout attempt's LangGraph agents: the gateway session, each agent's route, the shared model."""
 
     gw: GatewaySession
-    http: httpx.AsyncClient
-    _models: dict[tuple[str, int], ChatOpenAI] = field(default_factory=dict)
+    _links: dict[tuple[str, int], AgentLink] = field(default_factory=dict)
     _tool_locks: dict[tuple[str, int], anyio.Lock] = field(default_factory=dict)
     last_tool_result: dict[tuple[str, int], str] = field(default_factory=dict)
 
-    def model(self, role: str, member: int) -> ChatOpenAI:
+    def link(self, role: str, member: int) -> AgentLink:
         key = (role, member)
-        if key not in self._models:
-            link = self.gw.agent(role, member)
-            self._models[key] = ChatOpenAI(model=link.model, base_url=link.base_url, api_key=link.api_key,  # type: ignore[arg-type]
-                                           max_retries=0, http_async_client=self.http,
-                                           http_client=_IDLE_SYNC_CLIENT)
-        return self._models[key]
+        if key not in self._links:
+            self._links[key] = self.gw.agent(role, member)
+        return self._links[key]
+
+    def model(self, link: AgentLink) -> ChatOpenAI:
+        """The gateway's shared ChatOpenAI for this model id (built on the gateway's first rollout)."""
+        shared: SharedModel = self.gw.shared((FRAMEWORK, link.model),
+                                             lambda url: SharedModel(url, link.model, link.api_key))
+        return shared.chat
+
+    async def call(self, role: str, member: int, messages: Sequence[AnyMessage],
+                   tools: Sequence[dict[str, Any]] | None = None) -> AIMessage:
+        """One model call of the agent (role, member): the shared model, this agent's route, these tools."""
+        link = self.link(role, member)
+        extra: dict[str, Any] = {"tools": [convert_to_openai_tool(t) for t in tools]} if tools else {}
+        reply: AIMessage = await self.model(link).ainvoke(list(messages), extra_headers=link.headers, **extra)
+        return reply
 
     def tool_lock(self, role: str, member: int) -> anyio.Lock:
         return self._tool_locks.setdefault((role, member), anyio.Lock())
@@ -81,35 +119,41 @@ class Team:
 
 @asynccontextmanager
 async def open_team(ctx: AgentContext) -> AsyncIterator[Team]:
-    async with (open_gateway(ctx, FRAMEWORK) as gw,
-                httpx.AsyncClient(trust_env=False, verify=False, timeout=None) as http):
-        yield Team(gw, http)
+    async with open_gateway(ctx, FRAMEWORK) as gw:
+        yield Team(gw)
 
 
-def _declared_tool(schema: dict[str, Any]) -> BaseTool:
-    """A registered stand-in for one OpenAI tool schema; the interceptor runs every call, never this body."""
-    function = schema.get("function", {})
+@dataclass
+class Episode:
+    """One agent episode's run configuration (`config["configurable"]["episode"]` of the shared graphs)."""
 
-    async def unreachable(**_: Any) -> str:
-        raise RuntimeError("LangGraph tool calls run through the gateway interceptor")
+    team: Team
+    role: str
+    member: int
+    tools: Sequence[dict[str, Any]] | None
+    max_steps: int
+    native_call_answer: bool
+    answer: ToolResult
+    lock: anyio.Lock = field(default_factory=anyio.Lock)
 
-    return StructuredTool(name=str(function.get("name")), description=str(function.get("description") or ""),
-                          args_schema=function.get("parameters") or {"type": "object", "properties": {}},
-                          coroutine=unreachable)
+
+def episode_of(config: Any) -> Any:
+    """What a shared graph's node reads per run: `config["configurable"][...]`."""
+    return config["configurable"]
 
 
-def tool_node(tools: Sequence[dict[str, Any]], answer: ToolResult) -> ToolNode:
-    """A ToolNode over the given OpenAI tool schemas whose every call (registered or not) is answered by
-    `answer(tool_call)`, in the reply's order."""
-    lock = anyio.Lock()
+def tool_node(answer: Callable[[Any, dict[str, Any]], Awaitable[str]]) -> ToolNode:
+    """A ToolNode (no tool registered) whose every call is answered by `answer(configurable, tool_call)`, one at a
+    time in the reply's order (`configurable["tool_lock"]`, FIFO: ToolNode gathers the calls)."""
 
     async def intercept(request: Any, execute: Any) -> ToolMessage:
         call = dict(request.tool_call)
-        async with lock:  # ToolNode gathers the calls; the lock (FIFO) keeps them in the reply's order
-            content = await answer(call)
+        configurable = episode_of(request.runtime.config)
+        async with configurable["tool_lock"]:
+            content = await answer(configurable, call)
         return ToolMessage(content=content, tool_call_id=str(call.get("id")), name=str(call.get("name")))
 
-    return ToolNode([_declared_tool(t) for t in tools], awrap_tool_call=intercept)
+    return ToolNode([], awrap_tool_call=intercept)
 
 
 class ReactState(TypedDict):
@@ -117,31 +161,35 @@ class ReactState(TypedDict):
     steps: int
 
 
-def react_graph(model: ChatOpenAI, tools: Sequence[dict[str, Any]] | None, node: ToolNode, max_steps: int,
-                native_call_answer: bool) -> Any:
-    """model -> ToolNode -> model ... until a reply without tool calls, `max_steps` model calls, or (native-call
-    answers) the first reply with tool calls. A reply calling tools it was not offered gets the gateway's
-    answer for them, as a native agent does."""
-    bound: Any = model.bind_tools(list(tools)) if tools else model
+async def _answer_episode_call(configurable: Any, call: dict[str, Any]) -> str:
+    return await configurable["episode"].answer(call)
 
-    async def agent(state: ReactState) -> dict[str, Any]:
-        reply = await bound.ainvoke(state["messages"])
+
+@cache
+def react_graph() -> Any:
+    """model -> ToolNode -> model ... until a reply without tool calls, `max_steps` model calls, or (native-call
+    answers) the first reply with tool calls; the episode (`Episode`) comes with each run's config. A reply
+    calling tools it was not offered gets the gateway's answer for them, as a native agent does. Compiled once."""
+
+    async def agent(state: ReactState, config: RunnableConfig) -> dict[str, Any]:
+        run: Episode = episode_of(config)["episode"]
+        reply = await run.team.call(run.role, run.member, state["messages"], run.tools)
         return {"messages": [reply], "steps": state["steps"] + 1}
 
-    def after_agent(state: ReactState) -> str:
+    def after_agent(state: ReactState, config: RunnableConfig) -> str:
         calls = getattr(state["messages"][-1], "tool_calls", None)
-        if not calls or native_call_answer:
+        if not calls or episode_of(config)["episode"].native_call_answer:
             return END
         return "tools"
 
-    def after_tools(state: ReactState) -> str:
-        return END if state["steps"] >= max_steps else "agent"
+    def after_tools(state: ReactState, config: RunnableConfig) -> str:
+        return END if state["steps"] >= episode_of(config)["episode"].max_steps else "agent"
 
     graph = StateGraph(ReactState)
     graph.add_node("agent", agent)
     graph.add_edge(START, "agent")
     graph.add_conditional_edges("agent", after_agent, ["tools", END])
-    graph.add_node("tools", node)
+    graph.add_node("tools", tool_node(_answer_episode_call))
     graph.add_conditional_edges("tools", after_tools, ["agent", END])
     return graph.compile()
 
@@ -149,12 +197,12 @@ def react_graph(model: ChatOpenAI, tools: Sequence[dict[str, Any]] | None, node:
 async def react(team: Team, *, role: str, member: int, messages: list[AnyMessage],
                 tools: Sequence[dict[str, Any]] | None, reads: Sequence[str], max_steps: int,
                 native_call_answer: bool = False) -> tuple[AgentTurn, list[AnyMessage]]:
-    """One agent episode on a LangGraph ReAct graph: the turn as the gateway recorded it, and the messages the
+    """One agent episode on the LangGraph ReAct graph: the turn as the gateway recorded it, and the messages the
     episode added to `messages`. The first call reads `reads`; each later call reads the previous one."""
     if max_steps < 1:
         raise ValueError("an agent turn needs at least one step")
     gw = team.gw
-    model = team.model(role, member)
+    team.link(role, member)
     before = len(gw.nodes(role, member))
     gw.feed(role, member, tuple(reads))
     team.last_tool_result.pop((role, member), None)
@@ -162,9 +210,10 @@ async def react(team: Team, *, role: str, member: int, messages: list[AnyMessage
     async def answer(call: dict[str, Any]) -> str:
         return await team.run_tool(role, member, call)
 
-    graph = react_graph(model, tools, tool_node(tools or [], answer), max_steps, native_call_answer)
-    final = await graph.ainvoke({"messages": list(messages), "steps": 0},
-                                config={"recursion_limit": 2 * max_steps + 2})
+    run = Episode(team, role, member, tools or None, max_steps, native_call_answer, answer)
+    final = await react_graph().ainvoke({"messages": list(messages), "steps": 0},
+                                        config={"recursion_limit": 2 * max_steps + 2,
+                                                "configurable": {"episode": run, "tool_lock": run.lock}})
     return episode(team, role, member, before, native_call_answer), list(final["messages"][len(messages):])
 
 

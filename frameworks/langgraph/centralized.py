@@ -10,13 +10,19 @@ call's tool result. The router ends on TERMINATE or on the team spec's turn cap 
 manager reply with neither tool calls nor TERMINATE gets the native nudge. Mirrors topologies/centralized.py
 turn for turn, so reads, turns and seeds are the native ones. Team specs in mode `report_round` run
 frameworks/langgraph/report_round.py.
+
+The graph is compiled once per worker list (`hub_graph`); each rollout's `Hub` (its routing and bookkeeping) and
+its ToolNode lock come with the run's `config["configurable"]`.
 """
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Annotated, Any, TypedDict
 
+import anyio
 from langchain_core.messages import AnyMessage, HumanMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 
@@ -24,7 +30,8 @@ from core.benchmark import Benchmark, rerenders_handoffs
 from core.communication import CommunicationLog
 from core.topology import AgentContext
 from core.models import AgentOutput, PromptBundle, Row
-from frameworks.langgraph.agent import FRAMEWORK, Team, open_team, react, start_messages, tool_node
+from frameworks.langgraph.agent import (FRAMEWORK, Team, episode_of, open_team, react, start_messages,
+                                        tool_node)
 from frameworks.langgraph.report_round import run_report_round
 from topologies.centralized import (DELEGATE_PREFIX, NUDGE, TERMINATE, Centralized, delegate_tool, manager_extension,
                                     strip_terminate, worker_view)
@@ -34,6 +41,53 @@ from topologies.teams import CentralizedTeam, Worker, team_spec
 
 class HubState(TypedDict):
     messages: Annotated[list[AnyMessage], add_messages]  # the manager's conversation
+
+
+def _hub(config: RunnableConfig) -> "Hub":
+    hub: Hub = episode_of(config)["hub"]
+    return hub
+
+
+async def _manager(state: HubState, config: RunnableConfig) -> dict[str, Any]:
+    return await _hub(config).manager(state)
+
+
+async def _answer_manager_call(configurable: Any, call: dict[str, Any]) -> str:
+    hub: Hub = configurable["hub"]
+    return await hub.answer_call(call)
+
+
+def _next_route(state: HubState, config: RunnableConfig) -> str:
+    return _hub(config).route
+
+
+def _route_after_tools(state: HubState, config: RunnableConfig) -> str:
+    return _hub(config).after_tools
+
+
+def _worker_node(name: str) -> Any:
+    async def run_worker(state: HubState, config: RunnableConfig) -> dict[str, Any]:
+        return await _hub(config).run_worker(name, state)
+
+    return run_worker
+
+
+@cache
+def hub_graph(workers: tuple[str, ...]) -> Any:
+    """Manager, ToolNode and one node per worker, compiled once per worker list; each run's `Hub` (the rollout's
+    bookkeeping and routing) comes with its config."""
+    graph = StateGraph(HubState)
+    graph.add_node("manager", _manager)
+    graph.add_node("tools", tool_node(_answer_manager_call))
+    targets = ["manager", "tools", END]
+    for name in workers:
+        graph.add_node(f"worker_{name}", _worker_node(name))
+        graph.add_conditional_edges(f"worker_{name}", _next_route, ["manager", END])
+        targets.append(f"worker_{name}")
+    graph.add_edge(START, "manager")
+    graph.add_conditional_edges("manager", _next_route, targets)
+    graph.add_conditional_edges("tools", _route_after_tools, targets)
+    return graph.compile()
 
 
 class LangGraphCentralized(Centralized):
@@ -51,7 +105,9 @@ class LangGraphCentralized(Centralized):
             return await finish_output(bench, row, ctx, output)
         async with open_team(ctx) as agents:
             hub = Hub(self, agents, row, bundle, bench, team, comm, native)
-            await hub.graph().ainvoke({"messages": hub.start()}, config={"recursion_limit": 3 * team.max_turns + 4})
+            await hub_graph(tuple(w.name for w in team.workers)).ainvoke(
+                {"messages": hub.start()}, config={"recursion_limit": 3 * team.max_turns + 4,
+                                                   "configurable": {"hub": hub, "tool_lock": hub.tool_lock}})
         output = hub.output(row)
         return await finish_output(bench, row, ctx, output)
 
@@ -80,6 +136,7 @@ class Hub:
         self.chosen: tuple[Worker, dict[str, Any]] | None = None
         self.route: str = END  # where the graph goes after the manager or a worker
         self.after_tools: str = END  # where it goes after the ToolNode answered a manager turn
+        self.tool_lock = anyio.Lock()  # the ToolNode answers a reply's calls one at a time, in order
 
     def start(self) -> list[AnyMessage]:
         system = system_prompt(editable(self.bundle, self.team.manager), answering=True, bench=self.bench,
@@ -87,32 +144,12 @@ class Hub:
                                policy=self.policy)
         return start_messages(system, self.task)
 
-    def graph(self) -> Any:
-        graph = StateGraph(HubState)
-        graph.add_node("manager", self.manager)
-        graph.add_node("tools", tool_node(self.manager_tools, self.answer_call))
-        targets = ["manager", "tools", END]
-        for worker in self.team.workers:
-            graph.add_node(f"worker_{worker.name}", self.worker_node(worker))
-            graph.add_conditional_edges(f"worker_{worker.name}", self.next_route, ["manager", END])
-            targets.append(f"worker_{worker.name}")
-        graph.add_edge(START, "manager")
-        graph.add_conditional_edges("manager", self.next_route, targets)
-        graph.add_conditional_edges("tools", self.route_after_tools, targets)
-        return graph.compile()
-
-    def next_route(self, state: HubState) -> str:
-        return self.route
-
-    def route_after_tools(self, state: HubState) -> str:
-        return self.after_tools
-
     def _more_turns(self) -> str:
         return "manager" if self.turns < self.team.max_turns else END
 
     async def manager(self, state: HubState) -> dict[str, Any]:
         manager, comm = self.team.manager, self.comm
-        reply = await self.agents.model(manager, 0).bind_tools(self.manager_tools).ainvoke(state["messages"])
+        reply = await self.agents.call(manager, 0, state["messages"], self.manager_tools)
         node = self.agents.gw.nodes(manager, 0)[-1]
         call = next(c for c in reversed(self.agents.gw.calls()) if c.node_id == node)
         self.turns += 1
@@ -167,20 +204,18 @@ class Hub:
         self.last_tool_result = result
         return result
 
-    def worker_node(self, worker: Worker) -> Any:
-        async def run_worker(state: HubState) -> dict[str, Any]:
-            assert self.chosen is not None and self.chosen[0] is worker
-            rendered, node = await self._delegate(worker, self.chosen[1])
-            manager_node = self.agents.gw.nodes(self.team.manager, 0)[-1]
-            self.agents.gw.feed(self.team.manager, 0, (manager_node, node))
-            self.route = self._more_turns()
-            call_id = self.chosen[1]["id"]
-            placeholder = next(m for m in state["messages"]
-                               if isinstance(m, ToolMessage) and m.tool_call_id == call_id)
-            return {"messages": [ToolMessage(content=rendered, tool_call_id=call_id, name=placeholder.name,
-                                             id=placeholder.id)]}
-
-        return run_worker
+    async def run_worker(self, name: str, state: HubState) -> dict[str, Any]:
+        worker = self.workers[name]
+        assert self.chosen is not None and self.chosen[0] is worker
+        rendered, node = await self._delegate(worker, self.chosen[1])
+        manager_node = self.agents.gw.nodes(self.team.manager, 0)[-1]
+        self.agents.gw.feed(self.team.manager, 0, (manager_node, node))
+        self.route = self._more_turns()
+        call_id = self.chosen[1]["id"]
+        placeholder = next(m for m in state["messages"]
+                           if isinstance(m, ToolMessage) and m.tool_call_id == call_id)
+        return {"messages": [ToolMessage(content=rendered, tool_call_id=call_id, name=placeholder.name,
+                                         id=placeholder.id)]}
 
     async def _delegate(self, worker: Worker, call: dict[str, Any]) -> tuple[str, str]:
         args = call_arguments(call)

@@ -51,7 +51,7 @@ class LangGraphIndependent(Independent):
 
         async with open_team(ctx) as team:
             for member in range(self.team_size):
-                team.model(role, member)  # every route exists before the replicas start
+                team.link(role, member)  # every route exists before the replicas start
             await run_members(self.team_size, functools.partial(replica, team))
         return await self._vote(row, ctx, bench, role, comm, turns, cap)
 

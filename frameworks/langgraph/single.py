@@ -47,7 +47,7 @@ class LangGraphSingle:
             request = None if native else answer_request(bench, text)
             if request is not None:  # one more call on the solver's route, reading its last call
                 team.gw.feed(ROLE, 0, (turn.node_id,))
-                await team.model(ROLE, 0).ainvoke([*messages, *added, HumanMessage(content=request)])
+                await team.call(ROLE, 0, [*messages, *added, HumanMessage(content=request)])
                 text = episode(team, ROLE, 0, len(turn.nodes), native_call_answer=False).text
                 asked = True
         meta: dict[str, Any] = {}
