@@ -72,11 +72,13 @@ def make_parser() -> argparse.ArgumentParser:
     return p
 
 
-def settings_from(args: argparse.Namespace, model_id: str) -> JobSettings:
+def settings_from(args: argparse.Namespace, model_id: str, n_endpoints: int) -> JobSettings:
+    """The settings every job shares; a job may have `--limit` rollouts in flight per task endpoint, however the
+    endpoints were given (flags, --endpoints-file, TASK_ENDPOINTS or the simulated one)."""
     return JobSettings(budget=args.budget, allow_small_budget=args.allow_small_budget,
                        model_id=None if args.simulated else model_id,
                        reflection_model=args.reflection_model or (SIM_REFLECTION if args.simulated else None),
-                       concurrency=args.limit * max(1, len(args.task_endpoint or [])),
+                       concurrency=args.limit * max(1, n_endpoints),
                        request_timeout=args.request_timeout, simulated=args.simulated,
                        max_outage=args.max_outage, smoke=args.smoke)
 
@@ -99,7 +101,7 @@ def run_main(argv: Sequence[str]) -> int:
     model_id = SIM_MODEL if args.simulated else (args.model_id or os.environ.get("MODEL_ID") or "")
     if not model_id:
         raise UsageError("--model-id (or MODEL_ID) is required with real task endpoints")
-    settings = settings_from(args, model_id)
+    settings = settings_from(args, model_id, 1 if args.simulated else len(urls))
     reflection: str | None
     with ExitStack() as stack:
         if args.simulated:
