@@ -21,11 +21,11 @@ from engine.chat.auth import scrub
 from engine.chat.endpoint import EndpointPool
 from engine.sweep.endpoints import EndpointSpec, open_shared
 from engine.sweep.evalcache import EvaluationCache
-from engine.sweep.jobcall import JobSettings, degraded_reasons, run_spec
+from engine.sweep.jobcall import JobSettings, degraded_reasons, headline, run_spec
 from engine.sweep.live import LiveProgress
 from engine.sweep.plan import JobSpec
 from engine.sweep.progress import Progress
-from engine.sweep.state import SweepState, headline
+from engine.sweep.state import SweepState
 from optimizers.registry import uses_reflection
 
 
@@ -69,7 +69,7 @@ async def run_local(specs: list[JobSpec], sweep_dir: Path, state: SweepState, se
                         live.running.discard(spec.key)
                     degraded = await anyio.to_thread.run_sync(degraded_reasons, spec, sweep_dir / "runs")
                     await anyio.to_thread.run_sync(state.finish, spec.key, headline(result), degraded)
-                    progress.finished(spec.key, result.get("test", {}).get("delta_pp"), degraded)
+                    progress.finished(spec.key, result.test.delta_pp, degraded)
                     return
 
         async with anyio.create_task_group() as outer:

@@ -43,7 +43,7 @@ def run(out: Path, endpoint: str, cell: str, method: str = "identity", budget: i
         bench: Benchmark | None = None, **kw: Any) -> dict[str, Any]:
     """A job on `bench` (default: ToolSums; None for a registered dataset, e.g. BFCL, pass bench=REGISTERED)."""
     chosen = None if bench is REGISTERED else (bench or ToolSums())
-    return anyio.run(run_job, config(out, endpoint, cell, method, budget, **kw), chosen)
+    return anyio.run(run_job, config(out, endpoint, cell, method, budget, **kw), chosen).to_json()
 
 
 REGISTERED: Any = object()  # run(..., bench=REGISTERED): the cell's task from the benchmark registry

@@ -48,7 +48,7 @@ def config(out: Path, endpoint: str, cell: str, method: str, budget: int = 600, 
 
 
 def run(out: Path, endpoint: str, cell: str, method: str, **kw: Any) -> dict[str, Any]:
-    result: dict[str, Any] = anyio.run(run_job, config(out, endpoint, cell, method, **kw), small_bfcl())
+    result: dict[str, Any] = anyio.run(run_job, config(out, endpoint, cell, method, **kw), small_bfcl()).to_json()
     return result
 
 
