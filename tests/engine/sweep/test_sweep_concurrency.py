@@ -28,7 +28,7 @@ def job_concurrency(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *endpoint_a
         seen["settings"] = settings
         return {"finished": 0, "degraded": 0, "failed": 0, "not_implemented": 0, "pending": 0, "running": 0}
 
-    monkeypatch.setattr(run_cmd, "check_shared", checked)
+    monkeypatch.setattr(run_cmd, "preflight", checked)
     monkeypatch.setattr(run_cmd, "run_checked", captured)
     model = [] if "--simulated" in endpoint_args else ["--model-id", "m"]
     code = run_cmd.run_main(["--sweep-dir", str(tmp_path / "sw"), *SELECTION, *model, "--limit", "8",
@@ -53,3 +53,29 @@ def test_every_endpoint_source_gives_the_same_per_job_concurrency(tmp_path: Path
 def test_a_simulated_sweep_counts_its_one_endpoint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(run_cmd, "simulated", lambda tasks, data_dir, delay: nullcontext("http://127.0.0.1:9/v1"))
     assert job_concurrency(tmp_path, monkeypatch, "--simulated") == 8
+
+
+def test_a_sweep_checks_every_endpoint_once_and_aggregates_in_process(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch, capsys):
+    """One start-up check per pass over the jobs (before, the sweep checked in its own event loop and then the
+    executor's pool checked again), and the summary written by a function call, not through `aggregate`'s argv."""
+    import engine.aggregate.cli
+    import engine.sweep.endpoints as endpoints
+
+    checks: list[list[str]] = []
+    real = endpoints.check_endpoints
+
+    async def counted(targets: Any, timeout: float) -> Any:
+        checks.append([t.role for t in targets])
+        return await real(targets, timeout)
+
+    def no_argv(argv: Any = None) -> int:
+        raise AssertionError("the sweep aggregates through functions, not `aggregate`'s command line")
+
+    monkeypatch.setattr(endpoints, "check_endpoints", counted)
+    monkeypatch.setattr(engine.aggregate.cli, "main", no_argv)
+    code = run_cmd.run_main(["--sweep-dir", str(tmp_path / "sw"), *SELECTION, "--simulated", "--budget", "20",
+                             "--allow-small-budget", "--quiet", "--include-nonconformant"])
+    assert code == 0
+    assert checks == [["task endpoint"]]  # identity needs no reflection endpoint
+    assert (tmp_path / "sw" / "summary.json").is_file() and "identity\tbfcl\tsingle" in capsys.readouterr().out
