@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import json
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
-
-from core.blobs import resolve
 
 from core.errors import ContractError, InfrastructureInvalidError
 from core.ledger import BudgetLedger, LedgerSnapshot
@@ -28,6 +26,7 @@ TASK_MODEL_COMPONENTS = {"judge": {"temperature": 0.0, "top_p": 1.0, "max_tokens
 
 
 MAX_CONSECUTIVE_INFRA_FAILURES = 25
+ROLE_OUTPUT_CACHE_CHARS = 16_000_000  # the role outputs kept in memory (a few hundred rollouts of 1 MB replies)
 
 
 class LedgerRunner:
@@ -54,6 +53,10 @@ class LedgerRunner:
         self.charged_artifacts: list[dict[str, Any]] = []
         self._max_infra = max_consecutive_infra
         self._infra_run = 0
+        # role outputs (SessionRunner.role_outputs), read per batch once the method has asked for one
+        self._reads_outputs = False
+        self._outputs: OrderedDict[str, dict[str, str]] = OrderedDict()
+        self._output_chars = 0
 
     def budget(self) -> LedgerSnapshot:
         return self._ledger.snapshot()
@@ -74,18 +77,25 @@ class LedgerRunner:
         return await self._run(rows, bundle, f"{iteration}|pair", f"pair:{pair_key}")
 
     def role_outputs(self, record: RolloutRecord) -> dict[str, str]:
-        """The last recorded reply text per role of one rollout (its last attempt wins), read from the store."""
-        store = self._runner.store
-        lo, hi = f"{record.rollout_id}#", f"{record.rollout_id}$"  # '$' follows '#': an index range scan
-        out: dict[str, str] = {}
-        for (text,) in store.rows("SELECT payload FROM events WHERE task_execution_id >= ? AND "
-                                  "task_execution_id < ? AND event_type = 'model_call' AND ok = 1 ORDER BY rowid",
-                                  (lo, hi)):
-            payload = resolve(json.loads(text), store.blob)
-            response = payload.get("response") or {}
-            if isinstance(payload.get("role"), str):
-                out[payload["role"]] = str(response.get("content") or "")
-        return out
+        """The last recorded reply text per role of one rollout (its last attempt wins). Read off the event loop:
+        once a method has asked for one, every later batch's are read together on a worker thread as the batch
+        ends (engine/store/units.py) and kept, at most ROLE_OUTPUT_CACHE_CHARS characters, newest kept; only a
+        rollout outside them (the first asked for, or one evicted) is read here, blocking."""
+        self._reads_outputs = True
+        found = self._outputs.get(record.rollout_id)
+        if found is None:
+            found = self._runner.store.role_outputs_now(record.rollout_id)
+            self._keep_outputs({record.rollout_id: found})
+        return dict(found)
+
+    def _keep_outputs(self, outputs: Mapping[str, dict[str, str]]) -> None:
+        for rollout_id, roles in outputs.items():
+            self._outputs.pop(rollout_id, None)
+            self._outputs[rollout_id] = roles
+            self._output_chars += sum(len(t) for t in roles.values())
+        while self._output_chars > ROLE_OUTPUT_CACHE_CHARS and len(self._outputs) > 1:
+            _, dropped = self._outputs.popitem(last=False)
+            self._output_chars -= sum(len(t) for t in dropped.values())
 
     async def _run(self, rows: Sequence[Row], bundle: PromptBundle, iteration: int | str,
                    seed_slot: str) -> list[RolloutRecord]:
@@ -102,6 +112,8 @@ class LedgerRunner:
                                         bundle=bundle.digest, seed=seed)))
         decoding = {**OPTIMIZATION_DECODING, "repetition_penalty": REPETITION_PENALTY}
         records = await self._runner.run_batch(specs, decoding, self._ledger)
+        if self._reads_outputs:
+            self._keep_outputs(await self._runner.store.role_outputs([rec.rollout_id for rec in records]))
         charged = [rec for rec in records if rec.charged]
         stored = await self._runner.store.externalize(
             [rec.model_copy(update={"replayed": False}).model_dump(mode="json") for rec in charged])

@@ -257,17 +257,11 @@ async def _cancel_interrupted(store: Store, run_node: str, why: str | None = Non
     """Nodes a killed process left `running` (or a failing job had in flight: `why`) become `cancelled` with a
     reason, so the card shows the interruption (on resume their rollouts are replayed or re-run under new
     execution ids)."""
-    def op(conn: Any) -> None:
-        # read in the writer, after every write queued before this one (a cancelled task's op still lands)
-        stale = [r[0] for r in conn.execute("SELECT node_id FROM nodes WHERE status='running' AND node_id != ?",
-                                            (run_node,))]
-        for node_id in stale:
-            store.op_status(conn, node_id, "cancelled", actor="engine:job",
-                            reason=why or f"interrupted: the process ended before this node finished; resumed in "
-                                          f"store generation {store.generation}",
-                            extra={"failure": {"kind": "cancelled_by_parent", "message": why or "process interrupted"}})
-
-    await store.write(op)
+    await store.cancel_running(
+        keep=run_node, actor="engine:job",
+        reason=why or f"interrupted: the process ended before this node finished; resumed in store generation "
+                      f"{store.generation}",
+        failure={"kind": "cancelled_by_parent", "message": why or "process interrupted"})
 
 
 def _optimization_completed(out: Path) -> bool:
