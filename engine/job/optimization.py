@@ -10,7 +10,7 @@ from core.errors import ContractError, InfrastructureInvalidError
 from core.ledger import BudgetLedger, LedgerSnapshot
 from core.models import PromptBundle, RolloutRecord, Row
 from core.optimizer import CurvePoint
-from core.protocol import OPTIMIZATION_DECODING, REPETITION_PENALTY
+from core.protocol import OPTIMIZATION_DECODING, REPETITION_PENALTY, Decoding
 from core.seeds import request_seed
 from core.selection import forbidden_metadata
 from engine.chat.endpoint import EndpointPool
@@ -21,8 +21,11 @@ from engine.store import Store
 # Task-model components of MAPRO (8.3) and MASPO (8.4): thinking off, the task runners' repetition penalty.
 # judge: pointwise potentials / blame (MAPRO) and the pairwise A/B judge (MASPO) at T 0, <= 1,024 tokens;
 # probe: MAPRO's single-agent, no-tool candidate probes at T 0.2, top-p 0.9, 768 tokens.
-TASK_MODEL_COMPONENTS = {"judge": {"temperature": 0.0, "top_p": 1.0, "max_tokens": 1024},
-                         "probe": {"temperature": 0.2, "top_p": 0.9, "max_tokens": 768}}
+TASK_MODEL_COMPONENTS = {
+    "judge": Decoding(temperature=0.0, top_p=1.0, max_tokens=1024, thinking=False,
+                      repetition_penalty=REPETITION_PENALTY),
+    "probe": Decoding(temperature=0.2, top_p=0.9, max_tokens=768, thinking=False, repetition_penalty=REPETITION_PENALTY),
+}
 
 
 MAX_CONSECUTIVE_INFRA_FAILURES = 25
@@ -110,8 +113,7 @@ class LedgerRunner:
                 row=row, bundle=bundle, seed=seed, phase="optimize", position=pos,
                 rollout_key=rollout_key(phase="optimize", iteration=str(iteration), position=pos, example_id=row.id,
                                         bundle=bundle.digest, seed=seed)))
-        decoding = {**OPTIMIZATION_DECODING, "repetition_penalty": REPETITION_PENALTY}
-        records = await self._runner.run_batch(specs, decoding, self._ledger)
+        records = await self._runner.run_batch(specs, OPTIMIZATION_DECODING, self._ledger)
         if self._reads_outputs:
             self._keep_outputs(await self._runner.store.role_outputs([rec.rollout_id for rec in records]))
         charged = [rec for rec in records if rec.charged]
@@ -139,12 +141,9 @@ def task_model_clients(components: Sequence[str], *, pool: EndpointPool, store: 
     """Recorded, uncharged clients on the TASK endpoints for the components a method declares (judge, probe)."""
     clients = {}
     for name in components:
-        spec = TASK_MODEL_COMPONENTS[name]
-        clients[name] = ReflectionClient(
-            endpoint=pool, store=store, run_node=run_node, cell_id=cell_id,
-            optimizer_seed=optimizer_seed, retry=retry, component=name, temperature=spec["temperature"],
-            top_p=spec["top_p"], max_tokens=int(spec["max_tokens"]), thinking=False,
-            extra_body={"repetition_penalty": REPETITION_PENALTY})
+        clients[name] = ReflectionClient(endpoint=pool, store=store, run_node=run_node, cell_id=cell_id,
+                                         optimizer_seed=optimizer_seed, retry=retry, component=name,
+                                         decoding=TASK_MODEL_COMPONENTS[name])
     return clients
 
 

@@ -91,7 +91,7 @@ def calls(job: Path) -> list[Call]:
 def protocol_params(phase: str, framework: str = "") -> dict[str, Any]:
     """The decoding the protocol sends in a phase (what every recorded call must carry); the Agents SDK's requests
     go without repetition_penalty (protocol section 2.5)."""
-    decoding = OPTIMIZATION_DECODING if phase == "optimize" else EVALUATION_DECODING
+    decoding = (OPTIMIZATION_DECODING if phase == "optimize" else EVALUATION_DECODING).protocol_json()
     return {"temperature": decoding["temperature"], "top_p": decoding["top_p"],
             "max_tokens": decoding["max_tokens"],
             "repetition_penalty": None if framework == "openai_agents" else REPETITION_PENALTY,
