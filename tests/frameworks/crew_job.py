@@ -42,8 +42,14 @@ def config(out: Path, endpoint: str, cell: str, method: str, budget: int, timeou
 def run(out: Path, endpoint: str, cell: str, method: str = "identity", budget: int = 600,
         bench: Benchmark | None = None, **kw: Any) -> dict[str, Any]:
     """A job on `bench` (default: ToolSums; None for a registered dataset, e.g. BFCL, pass bench=REGISTERED)."""
+    return job(out, endpoint, cell, method, budget, bench, **kw).to_json()
+
+
+def job(out: Path, endpoint: str, cell: str, method: str = "identity", budget: int = 600,
+        bench: Benchmark | None = None, **kw: Any) -> Any:
+    """`run`, returning run_job's typed result."""
     chosen = None if bench is REGISTERED else (bench or ToolSums())
-    return anyio.run(run_job, config(out, endpoint, cell, method, budget, **kw), chosen).to_json()
+    return anyio.run(run_job, config(out, endpoint, cell, method, budget, **kw), chosen)
 
 
 REGISTERED: Any = object()  # run(..., bench=REGISTERED): the cell's task from the benchmark registry
@@ -135,7 +141,7 @@ def main() -> None:
     sys.addaudithook(guard)
     atexit.register(guard.report)
     out, endpoint, cell, method, budget = sys.argv[1:6]
-    result = run(Path(out), endpoint, cell, method, int(budget))
+    result = job(Path(out), endpoint, cell, method, int(budget))
     print(json.dumps(summary_line(result), sort_keys=True))
 
 
