@@ -43,7 +43,7 @@ from engine.store import Store  # noqa: E402
 from topologies.prompts import seed_bundle  # noqa: E402
 
 MODEL = "bench-model"
-DECODING = {**OPTIMIZATION_DECODING, "repetition_penalty": 1.05}
+DECODING = OPTIMIZATION_DECODING
 WORKLOADS = {"sequential": ("native", "langgraph", "crewai"), "centralized": ("native", "langgraph", "autogen"),
              "decentralized": ("native", "langgraph", "openai_agents")}
 

@@ -62,7 +62,7 @@ async def run_once(url: str, specs: list[RolloutSpec], concurrency: int, record:
                              status="running", worker_key=None, level=0, actor="bench")
         runner = Runner(store=store, pool=pool, bench=bench, topology=Single(), run_node="run",
                         retry=RetryPolicy(), concurrency=concurrency, record_calls=record)
-        decoding = {**OPTIMIZATION_DECODING, "repetition_penalty": 1.05}
+        decoding = OPTIMIZATION_DECODING
         t0, c0 = time.perf_counter(), time.process_time()
         records = await runner.run_batch(specs, decoding)
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0

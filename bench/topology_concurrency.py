@@ -32,7 +32,7 @@ from engine.sim.server import SimServer  # noqa: E402
 from topologies.prompts import seed_bundle  # noqa: E402
 from topologies.registry import get_topology  # noqa: E402
 
-DECODING = {**OPTIMIZATION_DECODING, "repetition_penalty": 1.05}
+DECODING = OPTIMIZATION_DECODING
 
 
 def bench() -> SumBench:

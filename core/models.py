@@ -169,17 +169,6 @@ class Usage(Frozen):
         )
 
 
-class Sampling(Frozen):
-    """Every sampling knob, always sent explicitly and recorded as sent."""
-
-    temperature: float
-    top_p: float
-    max_tokens: int
-    seed: int
-    repetition_penalty: float = 1.05
-    enable_thinking: bool = False
-
-
 class AgentOutput(Frozen):
     """What a topology returns for one row: the final text and/or the final tool calls of the answering agent."""
 

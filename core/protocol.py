@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
+
 from core.canonical import content_hash
 from core.seeds import TURN_HASH_SCHEME, member_seed_scheme
 
@@ -28,10 +30,33 @@ PAIRED_SEED_SCHEMA = "paired-evaluation-seed"
 # sampling parameters a framework runtime's requests go without (section 2.5: "SDK runners omit
 # repetition_penalty"); the recording gateway drops them from the protocol's decoding for that framework
 FRAMEWORK_OMITTED_PARAMS: dict[str, tuple[str, ...]] = {"openai_agents": ("repetition_penalty",)}
-OPTIMIZATION_DECODING = {"temperature": 0.2, "top_p": 0.9, "max_tokens": 32768, "thinking": False}
-EVALUATION_DECODING = {"temperature": 0.0, "top_p": 0.9, "max_tokens": 32768, "thinking": False}
-REFLECTION_DECODING = {"temperature": 1.0, "top_p": 1.0, "max_tokens": 48000, "thinking": True}
 REPETITION_PENALTY = 1.05
+
+
+class Decoding(BaseModel):
+    """One decoding of the protocol: the sampling knobs every request of a kind sends, explicitly (the request seed
+    is per call, derived by the recorder). `repetition_penalty` None: the request goes without one (the reflection
+    model; a framework whose runner omits it drops it at the gateway, FRAMEWORK_OMITTED_PARAMS). The frozen
+    protocol constants hash `protocol_json()`: the four knobs, the repetition penalty being its own constant."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    temperature: float
+    top_p: float
+    max_tokens: int
+    thinking: bool
+    repetition_penalty: float | None
+
+    def protocol_json(self) -> dict[str, Any]:
+        return {"temperature": self.temperature, "top_p": self.top_p, "max_tokens": self.max_tokens,
+                "thinking": self.thinking}
+
+
+OPTIMIZATION_DECODING = Decoding(temperature=0.2, top_p=0.9, max_tokens=32768, thinking=False,
+                                 repetition_penalty=REPETITION_PENALTY)
+EVALUATION_DECODING = Decoding(temperature=0.0, top_p=0.9, max_tokens=32768, thinking=False,
+                               repetition_penalty=REPETITION_PENALTY)
+REFLECTION_DECODING = Decoding(temperature=1.0, top_p=1.0, max_tokens=48000, thinking=True, repetition_penalty=None)
 TASK_TIMEOUT_S = 1200.0
 REFLECTION_TIMEOUT_S = 1800.0
 
@@ -40,9 +65,9 @@ PROTOCOL_CONSTANTS: dict[str, Any] = {
     "budget": FULL_BUDGET,
     "max_infra_retries": MAX_INFRA_RETRIES,
     "charged_statuses": ["success", "semantic_failure"],
-    "optimization_decoding": OPTIMIZATION_DECODING,
-    "evaluation_decoding": EVALUATION_DECODING,
-    "reflection_decoding": REFLECTION_DECODING,
+    "optimization_decoding": OPTIMIZATION_DECODING.protocol_json(),
+    "evaluation_decoding": EVALUATION_DECODING.protocol_json(),
+    "reflection_decoding": REFLECTION_DECODING.protocol_json(),
     "repetition_penalty": REPETITION_PENALTY,
     "selection_rule": "strictly_better_on_validation",
     "paired_seed_schema": PAIRED_SEED_SCHEMA,
@@ -130,7 +155,7 @@ def condition(
         "task_model": task_model,
         "runtime_implementation_id": runtime_implementation_id(framework),
         "initial_bundle_sha256": initial_bundle_sha256,
-        "evaluation_decoding": EVALUATION_DECODING,
+        "evaluation_decoding": EVALUATION_DECODING.protocol_json(),
         "scorer_id": scorer_id,
         "split_sha256": split_sha256,
         "paired_seed_schema": PAIRED_SEED_SCHEMA,

@@ -16,13 +16,14 @@ from typing import TYPE_CHECKING, Any
 from core.errors import ContractError, InfrastructureError
 from core.framework import GatewaySession
 from core.models import Usage
-from core.protocol import FRAMEWORK_OMITTED_PARAMS
+from core.protocol import FRAMEWORK_OMITTED_PARAMS, Decoding
 from core.scrub import scrub
 from core.seeds import TURN_HASH_SCHEME
 from core.topology import ChatReply
 from core.vocabulary import EventType
 from engine.call_sites import AgentTurn
 from engine.chat.auth import recorded_secrets
+from engine.chat.body import request_body
 from engine.chat.endpoint import EndpointPool
 from engine.gateway.turn import GatewayTurn
 from engine.recorder import Recorder
@@ -36,7 +37,7 @@ ToolExecutor = Callable[[str, Any], Awaitable[str]]
 
 class RecordedAgentContext:
     def __init__(self, *, store: Store, pool: EndpointPool, rollout_node: str, execution_id: str,
-                 rollout_seed: int, decoding: dict[str, Any], tool_executor: ToolExecutor | None,
+                 rollout_seed: int, decoding: Decoding, tool_executor: ToolExecutor | None,
                  record_calls: bool = True, gateway: Gateway | None = None, secrets: tuple[str, ...] | None = None,
                  seed_scheme: str = TURN_HASH_SCHEME):
         self.pool = pool
@@ -67,22 +68,6 @@ class RecordedAgentContext:
     def replayed_calls(self) -> int:
         return self.recorder.replayed_calls
 
-    def _body(self, messages: list[dict[str, Any]], tools: Sequence[dict[str, Any]] | None) -> dict[str, Any]:
-        """The request without its seed (the recorder derives it from the turn)."""
-        body: dict[str, Any] = {
-            "model": self.pool.model_id,
-            "messages": messages,
-            "temperature": self.decoding["temperature"],
-            "top_p": self.decoding["top_p"],
-            "max_tokens": self.decoding["max_tokens"],
-            "repetition_penalty": self.decoding.get("repetition_penalty", 1.05),
-            "chat_template_kwargs": {"enable_thinking": bool(self.decoding.get("thinking", False))},
-        }
-        if tools:
-            body["tools"] = list(tools)
-            body["tool_choice"] = "auto"
-        return body
-
     async def chat(self, *, role: str, member: int, messages: list[dict[str, Any]],
                    tools: Sequence[dict[str, Any]] | None = None, reads: Sequence[str] = (),
                    framework: str | None = None, requested: Sequence[tuple[str, str]] = ()) -> ChatReply:
@@ -98,9 +83,8 @@ class RecordedAgentContext:
             site = GatewayTurn(rollout_node=self.rollout_node, rollout_seed=self.rollout_seed, role=role,
                                member=member, turn=turn, reads=tuple(reads), seed_scheme=self.seed_scheme,
                                framework=framework, requested=tuple(requested))
-        body = self._body(messages, tools)
-        for omitted in FRAMEWORK_OMITTED_PARAMS.get(framework or "", ()):
-            body.pop(omitted, None)
+        body = request_body(self.pool.model_id, messages, self.decoding, tools,
+                            omit=FRAMEWORK_OMITTED_PARAMS.get(framework or "", ()))
         call = await self.recorder.call(site, body)
         self.usage = self.usage + call.usage
         response = call.response

@@ -46,7 +46,7 @@ from typing import Any, NoReturn
 
 from core.errors import BadRequestError, InfrastructureError, ReflectionUnavailableError
 from core.models import Usage
-from core.protocol import MAX_INFRA_RETRIES, REFLECTION_DECODING
+from core.protocol import MAX_INFRA_RETRIES, REFLECTION_DECODING, Decoding
 from engine.call_sites import ComponentCall
 from engine.chat.auth import redacted_url
 from engine.log import get_logger
@@ -71,19 +71,19 @@ class ReflectionClient:
 
     def __init__(self, *, endpoint: ChatEndpoint, store: Store, run_node: str, cell_id: str, optimizer_seed: int,
                  temperature: float | None = None, top_p: float | None = None,
-                 retry: RetryPolicy = RetryPolicy(), component: str = COMPONENT, max_tokens: int | None = None,
-                 thinking: bool | None = None, extra_body: Mapping[str, Any] | None = None,
+                 retry: RetryPolicy = RetryPolicy(), component: str = COMPONENT, decoding: Decoding | None = None,
                  breaker_after: int = BREAKER_AFTER):
         self.endpoint = endpoint
         self.component = component
-        self.max_tokens = int(REFLECTION_DECODING["max_tokens"]) if max_tokens is None else max_tokens
-        self.thinking = bool(REFLECTION_DECODING["thinking"]) if thinking is None else thinking
-        self.extra_body = dict(extra_body or {})
+        decoding = REFLECTION_DECODING if decoding is None else decoding  # the component's (judge, probe)
+        self.max_tokens = decoding.max_tokens
+        self.thinking = decoding.thinking
+        self.repetition_penalty = decoding.repetition_penalty
         self.run_node = run_node
         self.cell_id = cell_id
         self.optimizer_seed = optimizer_seed
-        self.temperature = REFLECTION_DECODING["temperature"] if temperature is None else temperature
-        self.top_p = REFLECTION_DECODING["top_p"] if top_p is None else top_p
+        self.temperature = decoding.temperature if temperature is None else temperature
+        self.top_p = decoding.top_p if top_p is None else top_p
         self.recorder = Recorder(store=store, endpoint=endpoint, execution_id=f"{component}#g{store.generation}",
                                  attempts=MAX_INFRA_RETRIES + 1, retry=retry)
         self._usage: dict[str, Usage] = {}
@@ -109,15 +109,17 @@ class ReflectionClient:
     def body_for(self, messages: Sequence[Mapping[str, str]], *, temperature: float | None = None,
                  max_tokens: int | None = None) -> dict[str, Any]:
         """The request body before its seed (the recorder derives it from the call site)."""
-        return {
+        body = {
             "model": self.endpoint.model_id,
             "messages": [dict(m) for m in messages],
             "temperature": self.temperature if temperature is None else temperature,
             "top_p": self.top_p,
             "max_tokens": self.max_tokens if max_tokens is None else max_tokens,
             "chat_template_kwargs": {"enable_thinking": self.thinking},
-            **self.extra_body,
         }
+        if self.repetition_penalty is not None:  # the task model's components send the task runners' penalty
+            body["repetition_penalty"] = self.repetition_penalty
+        return body
 
     async def propose(self, prompt: str, *, purpose: str, key: str, temperature: float | None = None,
                       max_tokens: int | None = None) -> str:

@@ -24,7 +24,7 @@ from core.canonical import content_hash
 from core.errors import EndpointTimeout, InfrastructureError, ScorerError
 from core.ledger import BudgetLedger, Reservation
 from core.models import PromptBundle, RolloutRecord, RolloutStatus, Row, Usage
-from core.protocol import MAX_INFRA_RETRIES
+from core.protocol import MAX_INFRA_RETRIES, Decoding
 from core.seeds import member_seed_scheme
 from core.topology import Topology
 from core.vocabulary import Actor, NodeFailureKind, NodeStatus
@@ -92,7 +92,7 @@ class Runner:
         self.calls = CallTally()  # the resume line's "M model calls replayed" (rollouts re-run in part)
 
     # ------------------------------------------------------------------ batches
-    async def run_batch(self, specs: Sequence[RolloutSpec], decoding: dict[str, Any],
+    async def run_batch(self, specs: Sequence[RolloutSpec], decoding: Decoding,
                         ledger: BudgetLedger | None = None) -> list[RolloutRecord]:
         """Run specs concurrently; records come back in input order. With a ledger, the batch is reserved before
         dispatch and trimmed at the cap: rows past it come back budget-exhausted and uncharged."""
@@ -118,7 +118,7 @@ class Runner:
             results[i] = await self._exhausted(specs[i])
         return [r for r in results if r is not None]
 
-    async def run(self, spec: RolloutSpec, decoding: dict[str, Any],
+    async def run(self, spec: RolloutSpec, decoding: Decoding,
                   ledger: BudgetLedger | None = None) -> RolloutRecord:
         return (await self.run_batch([spec], decoding, ledger))[0]
 
@@ -126,7 +126,7 @@ class Runner:
     def _node_id(self, spec: RolloutSpec) -> str:
         return f"{spec.phase}/{spec.row.id}/{spec.rollout_key[:16]}"
 
-    async def _rollout(self, spec: RolloutSpec, decoding: dict[str, Any], slot: _Slot,
+    async def _rollout(self, spec: RolloutSpec, decoding: Decoding, slot: _Slot,
                        written: list[Committed]) -> RolloutRecord:
         stored = await self.store.find_rollout(spec.rollout_key) if self.record_calls else None
         if stored is not None and not self._recover(spec, stored):
@@ -157,7 +157,7 @@ class Runner:
             written.append(self._finish(spec, node_id, record))
         return self._emit(record)
 
-    async def _attempts(self, spec: RolloutSpec, decoding: dict[str, Any], node_id: str, slot: _Slot
+    async def _attempts(self, spec: RolloutSpec, decoding: Decoding, node_id: str, slot: _Slot
                         ) -> tuple[Outcome | None, int, BaseException | None]:
         """Up to 1 + MAX_INFRA_RETRIES attempts with the same seed: (outcome or None, attempts, last error)."""
         attempts = 0
@@ -191,7 +191,7 @@ class Runner:
         return (stored.get("status") == RolloutStatus.INFRASTRUCTURE_FAILURE.value
                 and not stored.get("budget_exhausted") and spec.rollout_key not in self._executed)
 
-    async def _attempt(self, spec: RolloutSpec, decoding: dict[str, Any], node_id: str,
+    async def _attempt(self, spec: RolloutSpec, decoding: Decoding, node_id: str,
                        attempt: int) -> Outcome:
         execution_id = f"{node_id}#g{self.store.generation}a{attempt}"
         row = spec.row

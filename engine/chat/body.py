@@ -1,4 +1,5 @@
-"""JSON bodies that come from outside the process, parsed with one set of limits: the chat client's responses
+"""Chat request bodies built from a typed decoding (`request_body`), and JSON bodies that come from outside the
+process, parsed with one set of limits: the chat client's responses
 (engine/chat/errors.decode_body), the start-up check's answers (engine/chat/preflight.py) and the requests
 framework agents send to the recording gateway (engine/gateway/server.py).
 
@@ -11,7 +12,10 @@ line, at most about 200 characters, and never quotes more than a few characters 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
+
+from core.protocol import Decoding
 
 
 class BodyError(ValueError):
@@ -34,3 +38,21 @@ def parse_json(body: str | bytes) -> Any:
         return json.loads(text)
     except (ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError, the digit limit, nesting
         raise BodyError(f"not valid JSON ({_why(exc)})") from None
+
+
+def request_body(model: str, messages: list[dict[str, Any]], decoding: Decoding,
+                 tools: Sequence[dict[str, Any]] | None = None, *, omit: Sequence[str] = ()) -> dict[str, Any]:
+    """An agent turn's request before its seed (the recorder derives it from the turn): every knob of `decoding`
+    sent explicitly, in this order (the recorded `params` keep it); a None repetition penalty and the `omit`
+    parameters (a framework's runner sends none: core.protocol.FRAMEWORK_OMITTED_PARAMS) are left out."""
+    body: dict[str, Any] = {"model": model, "messages": messages, "temperature": decoding.temperature,
+                            "top_p": decoding.top_p, "max_tokens": decoding.max_tokens}
+    if decoding.repetition_penalty is not None:
+        body["repetition_penalty"] = decoding.repetition_penalty
+    body["chat_template_kwargs"] = {"enable_thinking": decoding.thinking}
+    if tools:
+        body["tools"] = list(tools)
+        body["tool_choice"] = "auto"
+    for name in omit:
+        body.pop(name, None)
+    return body

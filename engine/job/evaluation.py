@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from core.canonical import content_hash
 from core.errors import ArtifactError
 from core.models import PromptBundle, RolloutRecord, Row
-from core.protocol import EVALUATION_DECODING, REPETITION_PENALTY, evaluation_identity
+from core.protocol import EVALUATION_DECODING, Decoding, evaluation_identity
 from core.seeds import paired_evaluation_seed
 from engine.job.artifacts import read_sealed, write_sealed
 from engine.progress import Progress
@@ -107,7 +107,7 @@ class Evaluator:
                         phase=split, rollout_key=f"eval:{eid}:{i}:{row.id}", evaluation_id=eid, position=i)
             for i, row in enumerate(rows)
         ]
-        decoding = {**EVALUATION_DECODING, "repetition_penalty": REPETITION_PENALTY}
+        decoding = EVALUATION_DECODING
         if self.progress is not None:
             self.progress.begin(f"{split} evaluation", len(specs))
         try:
@@ -122,7 +122,7 @@ class Evaluator:
         write_sealed(path, payload)
         return Evaluation(eid, split, bundle.digest, tuple(_slim(r, keep_outputs) for r in records), reused=False)
 
-    async def _run(self, specs: list[RolloutSpec], decoding: dict[str, Any], eid: str,
+    async def _run(self, specs: list[RolloutSpec], decoding: Decoding, eid: str,
                    ident: dict[str, Any]) -> tuple[RolloutRecord, ...]:
         store = self.runner.store
         if self.shared is None:

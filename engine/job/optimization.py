@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import json
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
-
-from core.blobs import resolve
 
 from core.errors import ContractError, InfrastructureInvalidError
 from core.ledger import BudgetLedger, LedgerSnapshot
 from core.models import PromptBundle, RolloutRecord, Row
 from core.optimizer import CurvePoint
-from core.protocol import OPTIMIZATION_DECODING, REPETITION_PENALTY
+from core.protocol import OPTIMIZATION_DECODING, REPETITION_PENALTY, Decoding
 from core.seeds import request_seed
 from core.selection import forbidden_metadata
 from engine.chat.endpoint import EndpointPool
@@ -23,11 +21,15 @@ from engine.store import Store
 # Task-model components of MAPRO (8.3) and MASPO (8.4): thinking off, the task runners' repetition penalty.
 # judge: pointwise potentials / blame (MAPRO) and the pairwise A/B judge (MASPO) at T 0, <= 1,024 tokens;
 # probe: MAPRO's single-agent, no-tool candidate probes at T 0.2, top-p 0.9, 768 tokens.
-TASK_MODEL_COMPONENTS = {"judge": {"temperature": 0.0, "top_p": 1.0, "max_tokens": 1024},
-                         "probe": {"temperature": 0.2, "top_p": 0.9, "max_tokens": 768}}
+TASK_MODEL_COMPONENTS = {
+    "judge": Decoding(temperature=0.0, top_p=1.0, max_tokens=1024, thinking=False,
+                      repetition_penalty=REPETITION_PENALTY),
+    "probe": Decoding(temperature=0.2, top_p=0.9, max_tokens=768, thinking=False, repetition_penalty=REPETITION_PENALTY),
+}
 
 
 MAX_CONSECUTIVE_INFRA_FAILURES = 25
+ROLE_OUTPUT_CACHE_CHARS = 16_000_000  # the role outputs kept in memory (a few hundred rollouts of 1 MB replies)
 
 
 class LedgerRunner:
@@ -54,6 +56,10 @@ class LedgerRunner:
         self.charged_artifacts: list[dict[str, Any]] = []
         self._max_infra = max_consecutive_infra
         self._infra_run = 0
+        # role outputs (SessionRunner.role_outputs), read per batch once the method has asked for one
+        self._reads_outputs = False
+        self._outputs: OrderedDict[str, dict[str, str]] = OrderedDict()
+        self._output_chars = 0
 
     def budget(self) -> LedgerSnapshot:
         return self._ledger.snapshot()
@@ -74,18 +80,25 @@ class LedgerRunner:
         return await self._run(rows, bundle, f"{iteration}|pair", f"pair:{pair_key}")
 
     def role_outputs(self, record: RolloutRecord) -> dict[str, str]:
-        """The last recorded reply text per role of one rollout (its last attempt wins), read from the store."""
-        store = self._runner.store
-        lo, hi = f"{record.rollout_id}#", f"{record.rollout_id}$"  # '$' follows '#': an index range scan
-        out: dict[str, str] = {}
-        for (text,) in store.rows("SELECT payload FROM events WHERE task_execution_id >= ? AND "
-                                  "task_execution_id < ? AND event_type = 'model_call' AND ok = 1 ORDER BY rowid",
-                                  (lo, hi)):
-            payload = resolve(json.loads(text), store.blob)
-            response = payload.get("response") or {}
-            if isinstance(payload.get("role"), str):
-                out[payload["role"]] = str(response.get("content") or "")
-        return out
+        """The last recorded reply text per role of one rollout (its last attempt wins). Read off the event loop:
+        once a method has asked for one, every later batch's are read together on a worker thread as the batch
+        ends (engine/store/units.py) and kept, at most ROLE_OUTPUT_CACHE_CHARS characters, newest kept; only a
+        rollout outside them (the first asked for, or one evicted) is read here, blocking."""
+        self._reads_outputs = True
+        found = self._outputs.get(record.rollout_id)
+        if found is None:
+            found = self._runner.store.role_outputs_now(record.rollout_id)
+            self._keep_outputs({record.rollout_id: found})
+        return dict(found)
+
+    def _keep_outputs(self, outputs: Mapping[str, dict[str, str]]) -> None:
+        for rollout_id, roles in outputs.items():
+            self._outputs.pop(rollout_id, None)
+            self._outputs[rollout_id] = roles
+            self._output_chars += sum(len(t) for t in roles.values())
+        while self._output_chars > ROLE_OUTPUT_CACHE_CHARS and len(self._outputs) > 1:
+            _, dropped = self._outputs.popitem(last=False)
+            self._output_chars -= sum(len(t) for t in dropped.values())
 
     async def _run(self, rows: Sequence[Row], bundle: PromptBundle, iteration: int | str,
                    seed_slot: str) -> list[RolloutRecord]:
@@ -100,8 +113,9 @@ class LedgerRunner:
                 row=row, bundle=bundle, seed=seed, phase="optimize", position=pos,
                 rollout_key=rollout_key(phase="optimize", iteration=str(iteration), position=pos, example_id=row.id,
                                         bundle=bundle.digest, seed=seed)))
-        decoding = {**OPTIMIZATION_DECODING, "repetition_penalty": REPETITION_PENALTY}
-        records = await self._runner.run_batch(specs, decoding, self._ledger)
+        records = await self._runner.run_batch(specs, OPTIMIZATION_DECODING, self._ledger)
+        if self._reads_outputs:
+            self._keep_outputs(await self._runner.store.role_outputs([rec.rollout_id for rec in records]))
         charged = [rec for rec in records if rec.charged]
         stored = await self._runner.store.externalize(
             [rec.model_copy(update={"replayed": False}).model_dump(mode="json") for rec in charged])
@@ -127,12 +141,9 @@ def task_model_clients(components: Sequence[str], *, pool: EndpointPool, store: 
     """Recorded, uncharged clients on the TASK endpoints for the components a method declares (judge, probe)."""
     clients = {}
     for name in components:
-        spec = TASK_MODEL_COMPONENTS[name]
-        clients[name] = ReflectionClient(
-            endpoint=pool, store=store, run_node=run_node, cell_id=cell_id,
-            optimizer_seed=optimizer_seed, retry=retry, component=name, temperature=spec["temperature"],
-            top_p=spec["top_p"], max_tokens=int(spec["max_tokens"]), thinking=False,
-            extra_body={"repetition_penalty": REPETITION_PENALTY})
+        clients[name] = ReflectionClient(endpoint=pool, store=store, run_node=run_node, cell_id=cell_id,
+                                         optimizer_seed=optimizer_seed, retry=retry, component=name,
+                                         decoding=TASK_MODEL_COMPONENTS[name])
     return clients
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import anyio
 
-from core.artifacts import JobIdentity, Optimization
+from core.artifacts import JobIdentity, JobResult, Optimization
 from core.benchmark import Benchmark
 from core.contracts import JOB_CONTRACT_VERSION
 from core.errors import UsageError
@@ -37,7 +37,7 @@ from engine.job.optimization import task_model_clients
 from engine.job.phase_heldout import held_out_test
 from engine.job.phase_optimize import optimize
 from engine.job.phase_select import select
-from engine.job.phases import check_phase_inputs, phase_summary
+from engine.job.phases import PhaseCompleted, check_phase_inputs, phase_summary
 from engine.job.recovery import record_failure, recover, say_replays
 from engine.job.sandbox_gate import gate_sandbox
 from engine.job.smoke import announce, progress_prefix, smoke_budget
@@ -53,6 +53,8 @@ from engine.gateway.server import Gateway
 from engine.runtimes import build_topology, needs_gateway
 
 log = get_logger("engine.job")
+
+JobOutcome = JobResult | PhaseCompleted  # a full run's result.json; a run stopped after a phase, its summary
 
 
 @dataclass(frozen=True)
@@ -103,8 +105,9 @@ def prepare(cfg: JobConfig, bench: Benchmark | None = None) -> Prepared:
 async def run_job(cfg: JobConfig, bench: Benchmark | None = None, *, shared_pool: EndpointPool | None = None,
                   shared_reflection: EndpointPool | None = None,
                   shared_evaluations: SharedEvaluations | None = None,
-                  on_progress: Callable[[ProgressSnapshot], None] | None = None) -> dict[str, Any]:
-    """The phases up to `cfg.phase`; returns result.json's content (or the phase summary after an early phase).
+                  on_progress: Callable[[ProgressSnapshot], None] | None = None) -> JobOutcome:
+    """The phases up to `cfg.phase`; returns result.json as core.artifacts.JobResult (or the phase summary after
+    an early phase).
     A sweep (engine/sweep) passes its checked endpoint pools (shared by all its jobs: one in-flight limit per
     endpoint; their health probes and wait events belong to the sweep) and its shared-evaluation cache; alone,
     the job opens, checks and watches its own. `on_progress` receives the job's progress snapshots (throttled;
@@ -170,7 +173,7 @@ def _identity(cfg: JobConfig, identity: JobIdentity, resuming: bool, pool: Endpo
     return recorded
 
 
-async def run_phases(ctx: JobContext) -> dict[str, Any]:
+async def run_phases(ctx: JobContext) -> JobOutcome:
     """The phases up to `cfg.phase`, each returning its typed artifact (and resuming from it when sealed)."""
     optimization = await optimize(ctx)
     if ctx.cfg.phase == "optimize":
@@ -179,7 +182,7 @@ async def run_phases(ctx: JobContext) -> dict[str, Any]:
     if ctx.cfg.phase == "validate":
         return phase_summary(ctx.identity, "validate", optimization=optimization.artifact,
                              selection=selection.artifact)
-    return (await held_out_test(ctx, optimization, selection)).to_json()
+    return await held_out_test(ctx, optimization, selection)
 
 
 async def _open_endpoints(stack: AsyncExitStack, cfg: JobConfig) -> tuple[EndpointPool, EndpointPool | None]:
@@ -254,17 +257,11 @@ async def _cancel_interrupted(store: Store, run_node: str, why: str | None = Non
     """Nodes a killed process left `running` (or a failing job had in flight: `why`) become `cancelled` with a
     reason, so the card shows the interruption (on resume their rollouts are replayed or re-run under new
     execution ids)."""
-    def op(conn: Any) -> None:
-        # read in the writer, after every write queued before this one (a cancelled task's op still lands)
-        stale = [r[0] for r in conn.execute("SELECT node_id FROM nodes WHERE status='running' AND node_id != ?",
-                                            (run_node,))]
-        for node_id in stale:
-            store.op_status(conn, node_id, "cancelled", actor="engine:job",
-                            reason=why or f"interrupted: the process ended before this node finished; resumed in "
-                                          f"store generation {store.generation}",
-                            extra={"failure": {"kind": "cancelled_by_parent", "message": why or "process interrupted"}})
-
-    await store.write(op)
+    await store.cancel_running(
+        keep=run_node, actor="engine:job",
+        reason=why or f"interrupted: the process ended before this node finished; resumed in store generation "
+                      f"{store.generation}",
+        failure={"kind": "cancelled_by_parent", "message": why or "process interrupted"})
 
 
 def _optimization_completed(out: Path) -> bool:
@@ -273,16 +270,15 @@ def _optimization_completed(out: Path) -> bool:
     return path.exists() and read_artifact(path, Optimization).artifact.status == "completed"
 
 
-def summary_line(result: dict[str, Any], smoke: int | None = None) -> dict[str, Any]:
+def summary_line(result: JobOutcome, smoke: int | None = None) -> dict[str, Any]:
     """The stdout line; a smoke run's says `"smoke": N` (rows per split)."""
     label = {} if smoke is None else {"smoke": smoke}
-    if result.get("status") == "phase_completed":
-        return {**result, **label}
-    test = result["test"]
-    return {**label, "status": result["status"], "cell_id": result["cell_id"], "baseline_mean": test["baseline_mean"],
-            "deployed_mean": test["deployed_mean"], "delta_pp": test["delta_pp"],
-            "valid_for_aggregation": test["valid_for_aggregation"],
-            "fallback_reason": result["selection"]["fallback_reason"],
-            "charged": result["optimization"]["budget"]["charged"],
-            "failure_counts": test["failure_counts"], "protocol_conformant": result["protocol_conformant"],
-            "endpoint_kind": result["endpoint_kind"]}
+    if isinstance(result, PhaseCompleted):
+        return {**result.to_json(), **label}
+    test, budget = result.test, result.optimization.budget
+    return {**label, "status": result.status, "cell_id": result.cell_id, "baseline_mean": test.baseline_mean,
+            "deployed_mean": test.deployed_mean, "delta_pp": test.delta_pp,
+            "valid_for_aggregation": test.valid_for_aggregation, "fallback_reason": result.selection.fallback_reason,
+            "charged": None if budget is None else budget.charged,
+            "failure_counts": None if test.failure_counts is None else test.failure_counts.to_json(),
+            "protocol_conformant": result.protocol_conformant, "endpoint_kind": result.endpoint_kind}

@@ -28,6 +28,7 @@ from core.vocabulary import MutationType, NodeStatus
 from engine.store.clock import utc_now
 from engine.store.reads import StoreReads
 from engine.store.schema import create_schema
+from engine.store.units import StoreUnits
 from engine.store.writer import Committed, Op, Writer
 
 
@@ -43,7 +44,7 @@ def _node_added(parent_id: str | None, instance_key: str, task_key: str, status:
             "assigned_worker_key": worker_key, "level": level}
 
 
-class Store(StoreReads):
+class Store(StoreReads, StoreUnits):
     def __init__(self, path: str | Path, run_id: str):
         self.path = Path(path)
         self.run_id = run_id

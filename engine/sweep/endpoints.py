@@ -19,6 +19,7 @@ from engine.chat.auth import DEFAULT_API_KEY_ENV, DEFAULT_REFLECTION_API_KEY_ENV
 from engine.chat.endpoint import Endpoint, EndpointPool, Timeouts
 from engine.chat.health import DEFAULT_MAX_OUTAGE_S, EventSink
 from engine.chat.preflight import Target, check_endpoints, max_model_len
+from core.artifacts import EndpointReport
 from core.protocol import REFLECTION_TIMEOUT_S
 
 
@@ -75,31 +76,60 @@ def event_sink(path: Path | None) -> EventSink | None:
     return record
 
 
+@dataclass(frozen=True)
+class Checked:
+    """What the start-up check heard (engine/chat/preflight.py): each task endpoint's report in order, the reflection
+    endpoint's (None: not checked) and its context length. The sweep checks once per pass over its jobs and hands
+    this to the pools it opens (local or on Ray workers: it pickles), which then check nothing again."""
+
+    task: tuple[EndpointReport, ...]
+    reflection: EndpointReport | None = None
+    reflection_max_model_len: int | None = None
+
+
+def _targets(spec: EndpointSpec, model_id: str, reflection_model: str | None) -> tuple[list[Target], Target | None]:
+    key = api_key_from_env(DEFAULT_API_KEY_ENV, required=False, what="OPENAI_API_KEY")
+    tasks = [Target(u, model_id, key, "task endpoint") for u in spec.task_urls]
+    if spec.reflection_url is None or reflection_model is None:
+        return tasks, None
+    rkey = api_key_from_env(DEFAULT_REFLECTION_API_KEY_ENV, required=False, what="REFLECTION_API_KEY") or key
+    return tasks, Target(spec.reflection_url, reflection_model, rkey, "reflection endpoint")
+
+
+async def preflight(spec: EndpointSpec, *, model_id: str, reflection_model: str | None,
+                    startup_timeout: float) -> Checked:
+    """The start-up check of every endpoint (UsageError naming the first failing one)."""
+    tasks, reflection = _targets(spec, model_id, reflection_model)
+    reports = await check_endpoints(tasks + ([reflection] if reflection is not None else []), startup_timeout)
+    if reflection is None:
+        return Checked(tuple(reports))
+    return Checked(tuple(reports[:-1]), reports[-1], await max_model_len(reflection, startup_timeout))
+
+
 async def open_shared(stack: AsyncExitStack, spec: EndpointSpec, *, model_id: str, reflection_model: str | None,
                       request_timeout: float, startup_timeout: float, probes: bool = True,
-                      ) -> tuple[EndpointPool, EndpointPool | None]:
+                      checked: Checked | None = None) -> tuple[EndpointPool, EndpointPool | None]:
     """The checked, shared outage-aware pool (engine/chat/endpoint.py: per-endpoint health, in-flight limit,
     Retry-After backpressure) and the reflection endpoint's one-endpoint pool (None if no job needs one), closed
-    with `stack`; with `probes`, ejected endpoints are probed in the background while the stack is open."""
-    key = api_key_from_env(DEFAULT_API_KEY_ENV, required=False, what="OPENAI_API_KEY")
-    targets = [Target(u, model_id, key, "task endpoint") for u in spec.task_urls]
-    rkey = api_key_from_env(DEFAULT_REFLECTION_API_KEY_ENV, required=False, what="REFLECTION_API_KEY") or key
-    if spec.reflection_url is not None and reflection_model is not None:
-        targets.append(Target(spec.reflection_url, reflection_model, rkey, "reflection endpoint"))
-    reports = await check_endpoints(targets, startup_timeout)
+    with `stack`; with `probes`, ejected endpoints are probed in the background while the stack is open.
+    `checked`: the sweep's start-up check of this pass (else the endpoints are checked here)."""
+    tasks, target = _targets(spec, model_id, reflection_model)
+    if checked is None or (target is not None and checked.reflection is None):
+        checked = await preflight(spec, model_id=model_id, reflection_model=reflection_model,
+                                  startup_timeout=startup_timeout)
     sink = event_sink(spec.events)
-    pool = EndpointPool([Endpoint(u, model_id, capacity=spec.limit, timeouts=Timeouts(read=request_timeout),
-                                  api_key=key) for u in spec.task_urls], max_outage=spec.max_outage, on_event=sink)
-    for endpoint, report in zip(pool.endpoints, reports):  # what each said about itself: each job records it
+    pool = EndpointPool([Endpoint(t.base_url, model_id, capacity=spec.limit, timeouts=Timeouts(read=request_timeout),
+                                  api_key=t.api_key) for t in tasks], max_outage=spec.max_outage, on_event=sink)
+    for endpoint, report in zip(pool.endpoints, checked.task):  # what each said about itself: each job records it
         endpoint.report = report
     stack.push_async_callback(pool.aclose)
     reflection = None
-    if spec.reflection_url is not None and reflection_model is not None:
-        reflection = EndpointPool([Endpoint(spec.reflection_url, reflection_model, capacity=spec.limit,
-                                            timeouts=Timeouts(read=REFLECTION_TIMEOUT_S), api_key=rkey)],
+    if target is not None:
+        reflection = EndpointPool([Endpoint(target.base_url, target.model_id, capacity=spec.limit,
+                                            timeouts=Timeouts(read=REFLECTION_TIMEOUT_S), api_key=target.api_key)],
                                   max_outage=spec.max_outage, on_event=sink)
-        reflection.endpoints[0].report = reports[-1]
-        reflection.endpoints[0].max_model_len = await max_model_len(targets[-1], startup_timeout)
+        reflection.endpoints[0].report = checked.reflection
+        reflection.endpoints[0].max_model_len = checked.reflection_max_model_len
         stack.push_async_callback(reflection.aclose)
     if probes:
         for p in (pool, reflection):

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from core.artifacts import JobResult
 from core.protocol import FULL_BUDGET
 from engine.chat.endpoint import EndpointPool
 from engine.job.config import JobConfig, build_config
@@ -57,15 +58,26 @@ def job_config(spec: JobSpec, runs_dir: Path, settings: JobSettings, task_urls: 
 
 async def run_spec(spec: JobSpec, runs_dir: Path, settings: JobSettings, pool: EndpointPool,
                    reflection: EndpointPool | None, shared: SharedEvaluations | None,
-                   on_progress: Callable[[ProgressSnapshot], None] | None = None) -> dict[str, Any]:
-    """Run (or resume) one job of the sweep on the sweep's shared pool; returns its result.json content.
+                   on_progress: Callable[[ProgressSnapshot], None] | None = None) -> JobResult:
+    """Run (or resume) one job of the sweep on the sweep's shared pool; returns its result.json (a sweep's jobs
+    run every phase).
     `on_progress` gets the job's throttled progress snapshots (engine/sweep/live.py records them)."""
     from engine.job.run_job import run_job
 
     cfg = job_config(spec, runs_dir, settings, [e.base_url for e in pool.endpoints],
                      reflection.endpoints[0].base_url if reflection is not None else None)
-    return await run_job(cfg, shared_pool=pool, shared_reflection=reflection, shared_evaluations=shared,
-                         on_progress=on_progress)
+    result = await run_job(cfg, shared_pool=pool, shared_reflection=reflection, shared_evaluations=shared,
+                           on_progress=on_progress)
+    assert isinstance(result, JobResult), "a sweep's job runs every phase"
+    return result
+
+
+def headline(result: JobResult) -> dict[str, Any]:
+    """What `sweep status` shows of a finished job (recorded in sweep.sqlite)."""
+    budget = result.optimization.budget
+    return {"baseline_mean": result.test.baseline_mean, "deployed_mean": result.test.deployed_mean,
+            "delta_pp": result.test.delta_pp, "fallback_reason": result.selection.fallback_reason,
+            "charged": None if budget is None else budget.charged}
 
 
 def degraded_reasons(spec: JobSpec, runs_dir: Path) -> list[str]:

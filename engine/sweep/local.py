@@ -20,13 +20,13 @@ import anyio
 from engine.chat.auth import scrub
 from engine.chat.endpoint import EndpointPool
 from engine.sweep.cost import calls_per_rollout
-from engine.sweep.endpoints import EndpointSpec, open_shared
+from engine.sweep.endpoints import Checked, EndpointSpec, open_shared
 from engine.sweep.evalcache import EvaluationCache
-from engine.sweep.jobcall import JobSettings, degraded_reasons, run_spec
+from engine.sweep.jobcall import JobSettings, degraded_reasons, headline, run_spec
 from engine.sweep.live import LiveProgress
 from engine.sweep.plan import JobSpec
 from engine.sweep.progress import Progress
-from engine.sweep.state import SweepState, headline
+from engine.sweep.state import SweepState
 from optimizers.registry import uses_reflection
 
 
@@ -39,15 +39,16 @@ def error_line(exc: BaseException) -> str:
 async def run_local(specs: list[JobSpec], sweep_dir: Path, state: SweepState, settings: JobSettings,
                     endpoints: EndpointSpec, *, model_id: str, max_jobs: int, job_retries: int,
                     cache: EvaluationCache | None, startup_timeout: float, progress: Progress,
-                    observe: Callable[[EndpointPool], Coroutine[Any, Any, None]] | None = None) -> None:
+                    observe: Callable[[EndpointPool], Coroutine[Any, Any, None]] | None = None,
+                    checked: Checked | None = None) -> None:
     """Run `specs` to completion; `observe(pool)` (benchmarks: in-flight sampling) runs beside them and is
-    cancelled when they are done."""
+    cancelled when they are done. `checked`: the sweep's start-up check of this pass (None: check here)."""
     needs_reflection = any(uses_reflection(s.method) for s in specs)
     async with AsyncExitStack() as stack:
         pool, reflection = await open_shared(
             stack, endpoints, model_id=model_id,
             reflection_model=settings.reflection_model if needs_reflection else None,
-            request_timeout=settings.request_timeout, startup_timeout=startup_timeout)
+            request_timeout=settings.request_timeout, startup_timeout=startup_timeout, checked=checked)
         jobs = anyio.CapacityLimiter(max_jobs)
         live = LiveProgress(state)
 
@@ -70,7 +71,7 @@ async def run_local(specs: list[JobSpec], sweep_dir: Path, state: SweepState, se
                         live.running.discard(spec.key)
                     degraded = await anyio.to_thread.run_sync(degraded_reasons, spec, sweep_dir / "runs")
                     await anyio.to_thread.run_sync(state.finish, spec.key, headline(result), degraded)
-                    progress.finished(spec.key, result.get("test", {}).get("delta_pp"), degraded)
+                    progress.finished(spec.key, result.test.delta_pp, degraded)
                     return
 
         async with anyio.create_task_group() as outer:

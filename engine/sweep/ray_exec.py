@@ -20,22 +20,24 @@ from typing import Any
 
 import anyio
 
+from core.artifacts import JobResult
 from core.errors import UsageError
-from engine.sweep.endpoints import EndpointSpec, open_shared
+from engine.sweep.endpoints import Checked, EndpointSpec, open_shared
 from engine.sweep.evalcache import EvaluationCache
-from engine.sweep.jobcall import JobSettings, degraded_reasons, run_spec
+from engine.sweep.jobcall import JobSettings, degraded_reasons, headline, run_spec
 from engine.sweep.plan import JobSpec
 from engine.sweep.progress import Progress
-from engine.sweep.state import SweepState, headline
+from engine.sweep.state import SweepState
 from optimizers.registry import uses_reflection
 
 LOST_WORKER_RETRIES = 3
 
 
 def job_task(spec: dict[str, Any], sweep_dir: str, settings: dict[str, Any], endpoints: dict[str, Any],
-             model_id: str, cache_dir: str | None, startup_timeout: float) -> tuple[str, Any]:
-    """Runs on a Ray worker: one job on its own share of the endpoints. Returns ("finished", headline) or
-    ("failed", error line); raises only for what Ray should retry (the worker's death)."""
+             model_id: str, cache_dir: str | None, startup_timeout: float,
+             checked: Checked | None = None) -> tuple[str, Any]:
+    """Runs on a Ray worker: one job on its own share of the endpoints. Returns ("finished", its JobResult,
+    pickled by Ray) or ("failed", error line); raises only for what Ray should retry (the worker's death)."""
     from engine.sweep.local import error_line
 
     job = JobSpec(**{**spec, "tables": tuple(spec["tables"])})
@@ -44,17 +46,17 @@ def job_task(spec: dict[str, Any], sweep_dir: str, settings: dict[str, Any], end
                       limit=int(endpoints["limit"]), max_outage=float(endpoints["max_outage"]),
                       events=Path(endpoints["events"]) if endpoints["events"] else None)
 
-    async def run() -> dict[str, Any]:
+    async def run() -> JobResult:
         async with AsyncExitStack() as stack:
             pool, reflection = await open_shared(
                 stack, ep, model_id=model_id,
                 reflection_model=cfg.reflection_model if uses_reflection(job.method) else None,
-                request_timeout=cfg.request_timeout, startup_timeout=startup_timeout)
+                request_timeout=cfg.request_timeout, startup_timeout=startup_timeout, checked=checked)
             cache = EvaluationCache(Path(cache_dir), job.key) if cache_dir else None
             return await run_spec(job, Path(sweep_dir) / "runs", cfg, pool, reflection, cache)
 
     try:
-        return "finished", headline(anyio.run(run))
+        return "finished", anyio.run(run)
     except Exception as exc:  # a job's failure is data for the driver, not a Ray task failure
         return "failed", error_line(exc)
 
@@ -76,7 +78,8 @@ def _connect(address: str, local_cpus: int | None) -> Any:
 def run_ray(todo: list[JobSpec], sweep_dir: Path, state: SweepState, settings: JobSettings,
             endpoints: EndpointSpec, *, model_id: str, address: str, max_jobs: int, job_retries: int,
             cache: EvaluationCache | None, startup_timeout: float, progress: Progress,
-            local_cpus: int | None = None) -> None:
+            local_cpus: int | None = None, checked: Checked | None = None) -> None:
+    """`checked`: the driver's start-up check of this pass, sent to every task (workers check nothing again)."""
     ray = _connect(address, local_cpus)
     try:
         in_flight = max(1, min(max_jobs, len(todo)))
@@ -94,7 +97,7 @@ def run_ray(todo: list[JobSpec], sweep_dir: Path, state: SweepState, settings: J
             progress.started(job.key, state.start(job.key))
             spec = {k: v for k, v in asdict(job).items() if k != "extra"}
             running[remote.remote(spec, str(sweep_dir.resolve()), settings_d, share, model_id, cache_dir,
-                                  startup_timeout)] = job
+                                  startup_timeout, checked)] = job
 
         tries: dict[str, int] = {}
         while waiting or running:
@@ -109,8 +112,8 @@ def run_ray(todo: list[JobSpec], sweep_dir: Path, state: SweepState, settings: J
                     status, value = "failed", f"{type(exc).__name__}: {str(exc)[:500]}"
                 if status == "finished":
                     degraded = degraded_reasons(job, sweep_dir / "runs")
-                    state.finish(job.key, value, degraded)
-                    progress.finished(job.key, value.get("delta_pp"), degraded)
+                    state.finish(job.key, headline(value), degraded)
+                    progress.finished(job.key, value.test.delta_pp, degraded)
                     continue
                 tries[job.key] = tries.get(job.key, 0) + 1
                 final = tries[job.key] > job_retries

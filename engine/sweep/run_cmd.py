@@ -6,9 +6,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable, Sequence
-from contextlib import AsyncExitStack, ExitStack
-from dataclasses import replace
+from collections.abc import Sequence
+from contextlib import ExitStack
 from pathlib import Path
 
 import anyio
@@ -17,8 +16,9 @@ from core.cell import parse_cell
 from core.errors import UsageError
 from engine.chat.preflight import DEFAULT_STARTUP_TIMEOUT_S
 from engine.cli.args import StrictParser, check_out_directory, int_in, positive_float
+from engine.sweep.aggregation import aggregate_sweep
 from engine.sweep.cli import add_grid_options, planned_jobs
-from engine.sweep.endpoints import EndpointSpec, open_shared, simulated, task_urls_from
+from engine.sweep.endpoints import Checked, EndpointSpec, preflight, simulated, task_urls_from
 from engine.sweep.evalcache import EvaluationCache
 from engine.sweep.jobcall import JobSettings
 from engine.sweep.plan import JobSpec
@@ -72,11 +72,13 @@ def make_parser() -> argparse.ArgumentParser:
     return p
 
 
-def settings_from(args: argparse.Namespace, model_id: str) -> JobSettings:
+def settings_from(args: argparse.Namespace, model_id: str, n_endpoints: int) -> JobSettings:
+    """The settings every job shares; a job may have `--limit` rollouts in flight per task endpoint, however the
+    endpoints were given (flags, --endpoints-file, TASK_ENDPOINTS or the simulated one)."""
     return JobSettings(budget=args.budget, allow_small_budget=args.allow_small_budget,
                        model_id=None if args.simulated else model_id,
                        reflection_model=args.reflection_model or (SIM_REFLECTION if args.simulated else None),
-                       concurrency=args.limit * max(1, len(args.task_endpoint or [])),
+                       concurrency=args.limit * max(1, n_endpoints),
                        request_timeout=args.request_timeout, simulated=args.simulated,
                        max_outage=args.max_outage, smoke=args.smoke)
 
@@ -99,7 +101,7 @@ def run_main(argv: Sequence[str]) -> int:
     model_id = SIM_MODEL if args.simulated else (args.model_id or os.environ.get("MODEL_ID") or "")
     if not model_id:
         raise UsageError("--model-id (or MODEL_ID) is required with real task endpoints")
-    settings = settings_from(args, model_id)
+    settings = settings_from(args, model_id, 1 if args.simulated else len(urls))
     reflection: str | None
     with ExitStack() as stack:
         if args.simulated:
@@ -112,16 +114,14 @@ def run_main(argv: Sequence[str]) -> int:
         needs_reflection = any(uses_reflection(j.method) for j in jobs if j.runnable)
         reflection_model = settings.reflection_model if needs_reflection else None
 
-        def health() -> None:  # the start-up check of every endpoint (UsageError naming a failing one)
-            anyio.run(lambda: check_shared(endpoints, model_id, reflection_model, args.startup_timeout))
-
-        health()
-        counts = run_checked(args, jobs, sweep_dir, settings, endpoints, model_id, health)
+        check = Preflight(endpoints, model_id, reflection_model, args.startup_timeout)
+        check()  # every endpoint answers before the sweep directory is written
+        counts = run_checked(args, jobs, sweep_dir, settings, check)
     print(f"sweep: finished={counts['finished']} degraded={counts['degraded']} failed={counts['failed']} "
           f"not_implemented={counts['not_implemented']} pending={counts['pending'] + counts['running']}",
           file=sys.stderr)
     if not args.no_aggregate and counts["finished"]:
-        aggregate(sweep_dir, args.include_nonconformant)
+        aggregate_sweep(sweep_dir, args.include_nonconformant)
     return 0 if counts["failed"] == 0 and counts["degraded"] == 0 else 1
 
 
@@ -140,17 +140,24 @@ def check_flags(args: argparse.Namespace) -> None:
         raise UsageError("--address and --ray-local-cpus apply to --executor ray only")
 
 
-async def check_shared(endpoints: EndpointSpec, model_id: str, reflection_model: str | None,
-                       startup_timeout: float) -> None:
-    """The start-up check of every endpoint, before the sweep directory is written."""
-    async with AsyncExitStack() as stack:
-        await open_shared(stack, replace(endpoints, events=None), model_id=model_id,
-                          reflection_model=reflection_model, request_timeout=60.0, startup_timeout=startup_timeout,
-                          probes=False)
+class Preflight:
+    """The start-up check of every endpoint (UsageError naming a failing one), once per pass over the jobs: before
+    the first and before each heal round; the pass's pools take what it heard and check nothing again."""
+
+    def __init__(self, endpoints: EndpointSpec, model_id: str, reflection_model: str | None,
+                 startup_timeout: float) -> None:
+        self.endpoints, self.model_id = endpoints, model_id
+        self.reflection_model, self.startup_timeout = reflection_model, startup_timeout
+        self.last: Checked | None = None
+
+    def __call__(self) -> None:
+        self.last = anyio.run(lambda: preflight(self.endpoints, model_id=self.model_id,
+                                                reflection_model=self.reflection_model,
+                                                startup_timeout=self.startup_timeout))
 
 
 def run_checked(args: argparse.Namespace, jobs: list[JobSpec], sweep_dir: Path, settings: JobSettings,
-                endpoints: EndpointSpec, model_id: str, health: Callable[[], None]) -> dict[str, int]:
+                check: Preflight) -> dict[str, int]:
     runnable = [j for j in jobs if j.runnable]
     sweep_dir.mkdir(parents=True, exist_ok=True)
     state = SweepState(sweep_dir / "sweep.sqlite")
@@ -165,7 +172,7 @@ def run_checked(args: argparse.Namespace, jobs: list[JobSpec], sweep_dir: Path, 
               f"{done} already finished, {len(todo)} to run", file=sys.stderr, flush=True)
         cache = EvaluationCache(Path(args.evaluation_cache) if args.evaluation_cache else sweep_dir / "evaluations")
         progress = Progress(len(runnable), done, quiet=args.quiet)
-        execute(args, todo, sweep_dir, state, settings, endpoints, model_id, cache, progress)
+        execute(args, todo, sweep_dir, state, settings, check, cache, progress)
         progress.close()
 
         def degraded() -> list[str]:
@@ -174,39 +181,30 @@ def run_checked(args: argparse.Namespace, jobs: list[JobSpec], sweep_dir: Path, 
 
         def rerun(keys: list[str]) -> None:
             again = Progress(len(keys), 0, quiet=args.quiet)
-            execute(args, [j for j in runnable if j.key in set(keys)], sweep_dir, state, settings, endpoints,
-                    model_id, cache, again)
+            execute(args, [j for j in runnable if j.key in set(keys)], sweep_dir, state, settings, check, cache,
+                    again)
             again.close()
 
-        heal_rounds(args.heal_rounds, degraded, lambda: wait_until_healthy(health, args.max_outage), rerun)
+        heal_rounds(args.heal_rounds, degraded, lambda: wait_until_healthy(check, args.max_outage), rerun)
         return state.counts()
     finally:
         state.close()
 
 
 def execute(args: argparse.Namespace, todo: list[JobSpec], sweep_dir: Path, state: SweepState,
-            settings: JobSettings, endpoints: EndpointSpec, model_id: str, cache: EvaluationCache,
-            progress: Progress) -> None:
+            settings: JobSettings, check: Preflight, cache: EvaluationCache, progress: Progress) -> None:
+    """One pass over `todo` on the endpoints `check` last found answering (no second start-up check)."""
+    endpoints, model_id = check.endpoints, check.model_id
     if args.executor == "ray":
         from engine.sweep.ray_exec import run_ray
 
         run_ray(todo, sweep_dir, state, settings, endpoints, model_id=model_id, address=args.address,
                 max_jobs=args.max_jobs, job_retries=args.job_retries, cache=cache,
-                startup_timeout=args.startup_timeout, progress=progress, local_cpus=args.ray_local_cpus)
+                startup_timeout=args.startup_timeout, progress=progress, local_cpus=args.ray_local_cpus,
+                checked=check.last)
         return
     from engine.sweep.local import run_local
 
     anyio.run(lambda: run_local(todo, sweep_dir, state, settings, endpoints, model_id=model_id,
                                 max_jobs=args.max_jobs, job_retries=args.job_retries, cache=cache,
-                                startup_timeout=args.startup_timeout, progress=progress))
-
-
-def aggregate(sweep_dir: Path, include_nonconformant: bool) -> None:
-    """`aggregate` over the finished jobs; its report goes to stdout, summary.json into the sweep dir."""
-    from engine.aggregate.cli import main as aggregate_main
-
-    argv = [str(sweep_dir / "runs"), "--out", str(sweep_dir / "summary.json")]
-    code = aggregate_main(argv + (["--include-nonconformant"] if include_nonconformant else []))
-    if code != 0:
-        print(f"sweep: aggregate exited {code} (see its message above); the jobs' results are in "
-              f"{sweep_dir / 'runs'}", file=sys.stderr)
+                                startup_timeout=args.startup_timeout, progress=progress, checked=check.last))

@@ -202,10 +202,3 @@ def _spec_json(s: JobSpec) -> dict[str, Any]:
     return {"method": s.method, "cell": s.cell, "seed": s.seed, "tables": list(s.tables),
             "registry_key": s.registry_key, "allow_any_cell": s.allow_any_cell, "data_dir": s.data_dir}
 
-
-def headline(result: dict[str, Any]) -> dict[str, Any]:
-    """What `sweep status` shows of a finished job (from its result.json)."""
-    test = result.get("test", {})
-    return {"baseline_mean": test.get("baseline_mean"), "deployed_mean": test.get("deployed_mean"),
-            "delta_pp": test.get("delta_pp"), "fallback_reason": result.get("selection", {}).get("fallback_reason"),
-            "charged": (result.get("optimization", {}).get("budget") or {}).get("charged")}

@@ -34,7 +34,7 @@ def config(out: Path, endpoint: str | list[str], *, method: str = "identity", se
 
 def run(out: Path, endpoint: str | list[str], bench: FakeBench | None = None, **kw: Any) -> dict[str, Any]:
     return anyio.run(run_job, config(out, endpoint, **kw), bench or FakeBench(n_train=12, n_validation=20,
-                                                                             n_test=30))
+                                                                             n_test=30)).to_json()
 
 
 def comparable(result: dict[str, Any]) -> dict[str, Any]:

@@ -57,7 +57,7 @@ def failing(monkeypatch: pytest.MonkeyPatch):
 
 def _run(out: Path, url: str) -> dict[str, Any]:
     bench = FakeBench(n_train=12, n_validation=20, n_test=30)
-    return anyio.run(run_job, config(out, url, method="failing", budget=20), bench)
+    return anyio.run(run_job, config(out, url, method="failing", budget=20), bench).to_json()
 
 
 @pytest.mark.parametrize("mode,kind", [("program", "program_failure"), ("contract", "contract_failure"),

@@ -22,7 +22,7 @@ from tests.fakebench import FakeBench
 from topologies.single import Single
 
 BUNDLE = PromptBundle(roles={"solver": "You add numbers."})
-DECODING = {**OPTIMIZATION_DECODING, "repetition_penalty": 1.05}
+DECODING = OPTIMIZATION_DECODING
 
 
 def specs(bench: FakeBench, n: int, tag: str = "t") -> list[RolloutSpec]:

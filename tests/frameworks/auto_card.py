@@ -38,4 +38,4 @@ def rollout_of(node_id: str) -> str:
 
 
 def decoding_for(phase: str) -> dict[str, Any]:
-    return OPTIMIZATION_DECODING if phase == "optimize" else EVALUATION_DECODING
+    return (OPTIMIZATION_DECODING if phase == "optimize" else EVALUATION_DECODING).protocol_json()

@@ -34,7 +34,7 @@ def config(out: Path, endpoint: str, method: str, budget: int, timeout: float = 
 
 
 def run(out: Path, endpoint: str, method: str = "identity", budget: int = 600, **kw: Any) -> dict[str, Any]:
-    result: dict[str, Any] = anyio.run(run_job, config(out, endpoint, method, budget, **kw))
+    result: dict[str, Any] = anyio.run(run_job, config(out, endpoint, method, budget, **kw)).to_json()
     return result
 
 

@@ -24,7 +24,7 @@ from engine.runtimes import build_topology
 from engine.store import Store
 from topologies.prompts import seed_bundle
 
-DECODING = {**OPTIMIZATION_DECODING, "repetition_penalty": 1.05}
+DECODING = OPTIMIZATION_DECODING
 
 
 def specs(bench: Benchmark, rows: Sequence[Row], tag: str) -> list[RolloutSpec]:

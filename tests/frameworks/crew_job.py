@@ -42,6 +42,12 @@ def config(out: Path, endpoint: str, cell: str, method: str, budget: int, timeou
 def run(out: Path, endpoint: str, cell: str, method: str = "identity", budget: int = 600,
         bench: Benchmark | None = None, **kw: Any) -> dict[str, Any]:
     """A job on `bench` (default: ToolSums; None for a registered dataset, e.g. BFCL, pass bench=REGISTERED)."""
+    return job(out, endpoint, cell, method, budget, bench, **kw).to_json()
+
+
+def job(out: Path, endpoint: str, cell: str, method: str = "identity", budget: int = 600,
+        bench: Benchmark | None = None, **kw: Any) -> Any:
+    """`run`, returning run_job's typed result."""
     chosen = None if bench is REGISTERED else (bench or ToolSums())
     return anyio.run(run_job, config(out, endpoint, cell, method, budget, **kw), chosen)
 
@@ -91,7 +97,7 @@ def calls(job: Path) -> list[Call]:
 def protocol_params(phase: str, framework: str = "") -> dict[str, Any]:
     """The decoding the protocol sends in a phase (what every recorded call must carry); the Agents SDK's requests
     go without repetition_penalty (protocol section 2.5)."""
-    decoding = OPTIMIZATION_DECODING if phase == "optimize" else EVALUATION_DECODING
+    decoding = (OPTIMIZATION_DECODING if phase == "optimize" else EVALUATION_DECODING).protocol_json()
     return {"temperature": decoding["temperature"], "top_p": decoding["top_p"],
             "max_tokens": decoding["max_tokens"],
             "repetition_penalty": None if framework == "openai_agents" else REPETITION_PENALTY,
@@ -135,7 +141,7 @@ def main() -> None:
     sys.addaudithook(guard)
     atexit.register(guard.report)
     out, endpoint, cell, method, budget = sys.argv[1:6]
-    result = run(Path(out), endpoint, cell, method, int(budget))
+    result = job(Path(out), endpoint, cell, method, int(budget))
     print(json.dumps(summary_line(result), sort_keys=True))
 
 

@@ -47,7 +47,7 @@ def tool_calling_math() -> Benchmark:
     return calling
 
 
-DECODING = {**OPTIMIZATION_DECODING, "repetition_penalty": 1.05}
+DECODING = OPTIMIZATION_DECODING
 MODEL = "simulated-policy"
 
 

@@ -47,8 +47,12 @@ def config(out: Path, endpoint: str, cell: str, method: str, budget: int = 600, 
     return JobConfig(**{**cfg.__dict__, "retry": RetryPolicy(base_delay=0.0)})
 
 
+def job(out: Path, endpoint: str, cell: str, method: str, **kw: Any) -> Any:
+    return anyio.run(run_job, config(out, endpoint, cell, method, **kw), small_bfcl())
+
+
 def run(out: Path, endpoint: str, cell: str, method: str, **kw: Any) -> dict[str, Any]:
-    result: dict[str, Any] = anyio.run(run_job, config(out, endpoint, cell, method, **kw), small_bfcl())
+    result: dict[str, Any] = job(out, endpoint, cell, method, **kw).to_json()
     return result
 
 
@@ -56,7 +60,7 @@ def main() -> None:
     out, endpoint, cell, method = sys.argv[1:5]
     budget = int(sys.argv[5]) if len(sys.argv) > 5 else 600
     concurrency = int(sys.argv[6]) if len(sys.argv) > 6 else 8
-    result = run(Path(out), endpoint, cell, method, budget=budget, concurrency=concurrency)
+    result = job(Path(out), endpoint, cell, method, budget=budget, concurrency=concurrency)
     print(json.dumps(summary_line(result), sort_keys=True))
 
 

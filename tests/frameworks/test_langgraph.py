@@ -225,7 +225,7 @@ def assert_card_calls(db: Path, topology: str) -> None:
         rollout = c["node_id"].split("#")[0]
         want = turn_seed(scheme, seeds[rollout], c["role"], c["member"], c["turn"])
         assert c["seed"] == c["params"]["seed"] == want
-        decoding = OPTIMIZATION_DECODING if rollout.startswith("optimize/") else EVALUATION_DECODING
+        decoding = (OPTIMIZATION_DECODING if rollout.startswith("optimize/") else EVALUATION_DECODING).protocol_json()
         params = c["params"]
         assert (params["temperature"], params["top_p"], params["max_tokens"]) == (
             decoding["temperature"], decoding["top_p"], decoding["max_tokens"])

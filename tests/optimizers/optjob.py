@@ -32,7 +32,7 @@ def config(out: Path, endpoint: str, *, method: str, seed: int = 1, budget: int 
 
 
 def run(out: Path, endpoint: str, fake: FakeBench | None = None, **kw: Any) -> dict[str, Any]:
-    return anyio.run(run_job, config(out, endpoint, **kw), fake or bench())
+    return anyio.run(run_job, config(out, endpoint, **kw), fake or bench()).to_json()
 
 
 def read(out: Path, name: str) -> Any:

@@ -31,7 +31,7 @@ from topologies.prompts import seed_bundle
 from topologies.registry import get_topology
 from topologies.teams import team_spec
 
-DECODING = {**OPTIMIZATION_DECODING, "repetition_penalty": 1.05}
+DECODING = OPTIMIZATION_DECODING
 MULTI = ("independent", "sequential", "centralized", "decentralized")
 
 

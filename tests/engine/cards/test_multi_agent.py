@@ -35,4 +35,4 @@ async def test_decentralized_card(tmp_path):
     assert lines(bundle, "edges") and {n["level"] for n in lines(bundle, "nodes")} == {0, 1, 2}
     values = run_rule(bundle, "mpb.protocol").result.values
     assert (values["baseline_mean"], values["deployed_mean"], values["delta_pp"]) == (
-        result["test"]["baseline_mean"], result["test"]["deployed_mean"], result["test"]["delta_pp"])
+        result.test.baseline_mean, result.test.deployed_mean, result.test.delta_pp)

@@ -27,7 +27,7 @@ def test_params_sent_equal_params_recorded(tmp_path):
     assert len(payloads) == 3
     for p in payloads:
         params = p["params"]
-        assert params["temperature"] == DECODING["temperature"] == 0.2
+        assert params["temperature"] == DECODING.temperature == 0.2
         assert params["top_p"] == 0.9 and params["max_tokens"] == 32768
         assert params["repetition_penalty"] == 1.05
         assert params["chat_template_kwargs"] == {"enable_thinking": False}

@@ -29,7 +29,7 @@ from tests.engine.test_runner import specs
 from tests.fakebench import FakeBench
 from topologies.single import Single
 
-DECODING = {**OPTIMIZATION_DECODING, "repetition_penalty": 1.05}
+DECODING = OPTIMIZATION_DECODING
 
 
 async def run(url: str, db: Path, topology: Any, batch: list, concurrency: int = 8,
@@ -79,9 +79,9 @@ def test_gateway_calls_match_native_seeds_scores_and_decoding(tmp_path, stream):
         assert call["seed"] == call_seed(call["seed"], "solver", 0, 0) or call["seed"] in seeds
         assert call["framework"] == "openai_client" and call["role"] == "solver" and call["turn"] == 0
         # the protocol's decoding was sent, whatever the framework asked for
-        assert call["params"]["temperature"] == DECODING["temperature"]
-        assert call["params"]["top_p"] == DECODING["top_p"]
-        assert call["params"]["max_tokens"] == DECODING["max_tokens"]
+        assert call["params"]["temperature"] == DECODING.temperature
+        assert call["params"]["top_p"] == DECODING.top_p
+        assert call["params"]["max_tokens"] == DECODING.max_tokens
         asked = call["framework_params"]
         assert asked["temperature"] == "1.7"
         if not stream:
