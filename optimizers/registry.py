@@ -30,6 +30,11 @@ def load_factory(spec: MethodSpec) -> Callable[..., Any]:
 METHODS: dict[str, Callable[..., Any]] = {name: load_factory(METHOD_TABLE[name]) for name in implemented_methods()}
 
 
+def implemented() -> tuple[str, ...]:
+    """The names `get_optimizer` builds: `METHODS` (built at import) and every implemented spec registered since."""
+    return tuple(dict.fromkeys((*METHODS, *implemented_methods())))
+
+
 def _spec(name: str) -> MethodSpec:
     return METHOD_TABLE.get(name) or MethodSpec(name, help="")
 

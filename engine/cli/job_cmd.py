@@ -56,7 +56,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     add_dataset_options(p)  # each dataset's own (core/datasets.py): --wiki-dir, --swe-repos, ...
 
 
-def job_main(argv: list[str]) -> int:
+def job_parser() -> StrictParser:
+    """The `job` command's parser; its choices and help come from the method, dataset and framework tables."""
     p = StrictParser(prog="python -m engine job", description="Run one mas-promptbench-v1 job.")
     _common(p)
     p.add_argument("--method", required=True, type=check_method, metavar="METHOD",
@@ -80,7 +81,11 @@ def job_main(argv: list[str]) -> int:
                    help="run the phases up to this one (validate needs optimization.json, test selection.json)")
     p.add_argument("--allow-any-cell", action="store_true",
                    help="run a cell outside the grid tables (marked non-conformant); refused otherwise")
-    args = p.parse_args(argv)
+    return p
+
+
+def job_main(argv: list[str]) -> int:
+    args = job_parser().parse_args(argv)
     args.cell = with_framework(args.cell, args.framework)
     logs.configure(logs.current_format(), quiet=args.quiet)
     from engine.job.benchmark_setup import dataset_options

@@ -31,11 +31,11 @@ def _numbers(text: str) -> tuple[int, ...]:
 def add_grid_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("grid (protocol section 4; filters combine, a comma list means any of)")
     g.add_argument("--table", type=_numbers, default=(), help="tables 2-7, e.g. 3,4")
-    g.add_argument("--methods", type=_names, default=(), help=f"{','.join(method_choices())} (identity: "
-                   "one seed-bundle job per runtime condition)")
-    g.add_argument("--tasks", type=_names, default=(), help=",".join(dataset_names()))
+    g.add_argument("--methods", type=_names, default=(), help=f"any of {', '.join(method_choices())} "
+                   "(identity: one seed-bundle job per runtime condition)")
+    g.add_argument("--tasks", type=_names, default=(), help=f"any of {', '.join(dataset_names())}")
     g.add_argument("--topologies", type=_names, default=(), help="base topologies or registry keys")
-    g.add_argument("--frameworks", type=_names, default=(), help=",".join(protocol_frameworks()))
+    g.add_argument("--frameworks", type=_names, default=(), help=f"any of {', '.join(protocol_frameworks())}")
     g.add_argument("--communications", type=_names, default=(), help=",".join(COMMUNICATIONS))
     g.add_argument("--team-sizes", type=_numbers, default=(), help=",".join(map(str, (1, *TEAM_SIZES))))
     g.add_argument("--models", type=_names, default=(), help=",".join(MODELS))

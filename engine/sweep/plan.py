@@ -28,9 +28,9 @@ from engine.sweep.grid import (
 
 
 def implemented_methods() -> tuple[str, ...]:
-    from optimizers.registry import METHODS
+    from optimizers.registry import implemented
 
-    return tuple(METHODS)
+    return implemented()
 
 
 def method_choices() -> tuple[str, ...]:
