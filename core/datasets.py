@@ -78,3 +78,11 @@ def dataset_options() -> dict[str, tuple[DatasetOption, tuple[str, ...]]]:
             known = found.get(option.dest)
             found[option.dest] = (option, (known[1] if known else ()) + (spec.name,))
     return found
+
+
+def data_dir_env(name: str) -> str:
+    """The environment variable a dataset's loader reads when no --data-dir is given (its entry's)."""
+    env = DATASET_TABLE[name].data_dir_env
+    if env is None:
+        raise KeyError(f"dataset {name!r} declares no data directory variable")
+    return env

@@ -76,6 +76,12 @@ def toy_framework(monkeypatch: pytest.MonkeyPatch) -> FrameworkSpec:
     return TOY_FRAMEWORK
 
 
+def _sweep_parser() -> argparse.ArgumentParser:
+    p = StrictParser(prog="sweep plan")
+    add_grid_options(p)
+    return p
+
+
 def _sweep(argv: list[str]) -> argparse.Namespace:
     return _sweep_parser().parse_args(argv)
 
@@ -111,12 +117,6 @@ def test_a_method_is_one_registration(toy_method):
     assert "toy_rank" in judge_tasks() and unscripted_judge_tasks() == ("toy_rank",)
     judge = SimJudge((), lambda _: None)
     assert judge.reply("<judge_task>toy_rank</judge_task>\nrate it") == "Score: 5"  # no scripted verdict yet
-
-
-def _sweep_parser() -> argparse.ArgumentParser:
-    p = StrictParser(prog="sweep plan")
-    add_grid_options(p)
-    return p
 
 
 def test_a_dataset_is_one_registration(toy_dataset, tmp_path):
