@@ -1,7 +1,8 @@
 """Find a dataset package by name: `benchmarks.<name>` exposes `BENCHMARK` (a core.benchmark.Benchmark).
 
-Packages are imported lazily, so asking for one dataset never imports the others (or their optional
-dependencies).
+The names are the dataset table's (core/datasets.py `DATASET_TABLE`, a dataset's one registration: its data
+directory and its command-line options too). Packages are imported lazily, so asking for one dataset never imports
+the others (or their optional dependencies).
 """
 
 from __future__ import annotations
@@ -9,15 +10,17 @@ from __future__ import annotations
 import importlib
 
 from core.benchmark import Benchmark
+from core.datasets import dataset_names
 from core.errors import UsageError
 
-KNOWN_BENCHMARKS = ("gpqa", "hotpotqa", "math", "lcb", "apps", "swe", "bfcl", "apibank", "toolhop")
+KNOWN_BENCHMARKS = dataset_names()  # the names registered at import (tests parametrize over them)
 
 
 def get_benchmark(name: str) -> Benchmark:
     """The `BENCHMARK` of `benchmarks.<name>`; UsageError for an unknown or not yet implemented dataset."""
-    if name not in KNOWN_BENCHMARKS:
-        raise UsageError(f"unknown benchmark {name!r}; known: {', '.join(KNOWN_BENCHMARKS)}")
+    known = dataset_names()
+    if name not in known:
+        raise UsageError(f"unknown benchmark {name!r}; known: {', '.join(known)}")
     module_name = f"{__package__ or 'benchmarks'}.{name}"
     try:
         module = importlib.import_module(module_name)

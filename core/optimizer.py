@@ -7,7 +7,7 @@ through the ledger. It never sees test rows or the store.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Sequence
+from typing import Any, Protocol, Sequence, runtime_checkable
 
 from core.ledger import LedgerSnapshot
 from core.models import PromptBundle, RolloutRecord, Row
@@ -72,6 +72,14 @@ class Optimizer(Protocol):
 
     async def optimize(self, runner: OptimizerRunner, train: Sequence[Row], validation: Sequence[Row],
                        seed_bundle: PromptBundle, budget: int) -> OptimizerResult: ...
+
+
+@runtime_checkable
+class SizedBudget(Protocol):
+    """An optimizer whose smallest useful budget (protocol 8.9) depends on the split sizes (GEPA: the validation
+    split + one proposal; MAPRO: two train passes; MASPO: two minibatches); others have `smallest_useful_budget`."""
+
+    def smallest_budget(self, n_train: int, n_validation: int) -> int: ...
 
 
 class ModelClient(Protocol):

@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from core.canonical import content_hash
+from core.frameworks import FRAMEWORK_TABLE
 from core.seeds import TURN_HASH_SCHEME, member_seed_scheme
 
 PROTOCOL_ID = "mas-promptbench-v1"
@@ -14,15 +15,10 @@ FULL_BUDGET = 600
 MAX_INFRA_RETRIES = 2  # 3 attempts at most, same request seed
 # Section 5.6: the condition names the runtime implementation that ran it. `native` is this project's own anyio
 # runtime (topologies/); the others are this project's framework runtimes (frameworks/: the framework's own agents
-# and graph, their model calls through the recording gateway). One id per --cell framework value (core/cell.py
-# FRAMEWORKS; tests/core/test_runtime_ids.py holds them equal).
-RUNTIME_IMPLEMENTATION_IDS: dict[str, str] = {
-    "native": "mas-promptbench-engine/anyio-native-v1",
-    "langgraph": "mas-promptbench-engine/langgraph-gateway-v1",
-    "crewai": "mas-promptbench-engine/crewai-gateway-v1",
-    "autogen": "mas-promptbench-engine/autogen-gateway-v1",
-    "openai_agents": "mas-promptbench-engine/openai-agents-sdk-gateway-v1",
-}
+# and graph, their model calls through the recording gateway). One id per framework, declared in its entry of the
+# framework table (core/frameworks.py).
+RUNTIME_IMPLEMENTATION_IDS: dict[str, str] = {name: spec.runtime_implementation_id
+                                              for name, spec in FRAMEWORK_TABLE.items()}
 CANONICAL_REFLECTION_MODEL = "Qwen/Qwen3.5-122B-A10B-FP8"
 TASK_MODELS = {"qwen": "Qwen/Qwen3.5-9B", "llama": "meta-llama/Llama-3.1-8B-Instruct"}
 PAIRED_SEED_SCHEMA = "paired-evaluation-seed"
@@ -80,7 +76,7 @@ PROTOCOL_HASH = content_hash(PROTOCOL_CONSTANTS)
 def runtime_implementation_id(framework: str) -> str:
     """The id of the runtime implementation that runs cells of `framework` (section 5.6)."""
     try:
-        return RUNTIME_IMPLEMENTATION_IDS[framework]
+        return FRAMEWORK_TABLE[framework].runtime_implementation_id
     except KeyError:
         raise ValueError(f"no runtime implementation for framework {framework!r}") from None
 

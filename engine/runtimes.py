@@ -1,7 +1,8 @@
 """Which runtime runs a cell: the engine's own topologies (`native`) or a framework runtime (frameworks/).
 
 A framework runtime lives in an install extra; when it is missing, the job is refused with one line naming the
-extra (exit 2) before anything is written.
+extra (exit 2) before anything is written. Modules, extras and import names are the framework table's
+(core/frameworks.py), the one registration of a framework.
 """
 
 from __future__ import annotations
@@ -10,29 +11,30 @@ import importlib
 import importlib.util
 
 from core.errors import UsageError
+from core.frameworks import FRAMEWORK_TABLE, NATIVE, FrameworkSpec
 from core.models import Cell
 from core.topology import Topology
 from topologies.registry import get_topology
 
-# framework (--cell value) -> (module, install extra, the framework's import names)
-RUNTIME_MODULES: dict[str, tuple[str, str, tuple[str, ...]]] = {
-    "langgraph": ("frameworks.langgraph", "langgraph", ("langgraph", "langchain_core", "langchain_openai")),
-    "crewai": ("frameworks.crewai", "crewai", ("crewai",)),
-    "autogen": ("frameworks.autogen", "autogen", ("autogen_agentchat", "autogen_core", "autogen_ext")),
-    "openai_agents": ("frameworks.agents_sdk", "agents", ("agents",)),
-}
+
+def _runtime(framework: str) -> tuple[FrameworkSpec, str, str]:
+    """(spec, module, extra) of a framework runtime (not `native`)."""
+    spec = FRAMEWORK_TABLE[framework]
+    if spec.module is None or spec.extra is None:
+        raise UsageError(f"framework={framework} names no runtime module")
+    return spec, spec.module, spec.extra
 
 
 def install_hint(framework: str) -> str:
-    extra = RUNTIME_MODULES[framework][1]
-    return f"pip install 'mas-promptbench[{extra}]'"
+    return FRAMEWORK_TABLE[framework].install_hint
 
 
 def build_topology(cell: Cell, contract_version: int) -> Topology:
     """The topology object that runs `cell` (UsageError when its framework runtime cannot be loaded)."""
-    if cell.framework == "native":
+    if cell.framework == NATIVE:
         return get_topology(cell.topology, cell.team_size, cell.communication, contract_version=contract_version)
-    module_name, extra, imports = RUNTIME_MODULES[cell.framework]
+    spec, module_name, extra = _runtime(cell.framework)
+    imports = spec.imports
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
@@ -55,14 +57,14 @@ def build_topology(cell: Cell, contract_version: int) -> Topology:
 
 def missing_extra(framework: str) -> str | None:
     """Why `framework`'s runtime cannot load here (its extra is not installed), or None."""
-    if framework == "native":
+    if framework == NATIVE:
         return None
-    _, extra, imports = RUNTIME_MODULES[framework]
-    for name in imports:
+    spec, _, extra = _runtime(framework)
+    for name in spec.imports:
         if importlib.util.find_spec(name) is None:
             return f"framework {framework} needs the `{extra}` extra ({name} is not installed): {install_hint(framework)}"
     return None
 
 
 def needs_gateway(topology: object) -> bool:
-    return getattr(topology, "framework", "native") != "native"
+    return getattr(topology, "framework", NATIVE) != NATIVE

@@ -20,11 +20,12 @@ from typing import Any, Sequence
 
 from benchmarks.base import given_path
 from benchmarks.apibank.calls import format_call, normalize_params
+from core.datasets import data_dir_env
 from core.errors import DataError
 from core.models import Row
 
 DATASET = "apibank"
-ENV_VAR = "APIBANK_ROOT"
+ENV_VAR = data_dir_env("apibank")  # the dataset table's entry (core/datasets.py)
 LEVEL_DIRS = {"1": "lv1-lv2-samples/level-1-given-desc", "2": "lv1-lv2-samples/level-2-toolsearcher"}
 LEVEL3_FILES = ("test-data/level-3.json", "test_data/level-3.json")
 WHERE_TO_GET = (

@@ -13,10 +13,11 @@ import os
 from pathlib import Path
 from typing import Any, Sequence
 
+from core.datasets import data_dir_env
 from core.errors import DataError
 from core.models import Row
 
-ENV_VAR = "APPS_DATA_DIR"
+ENV_VAR = data_dir_env("apps")  # the dataset table's entry (core/datasets.py)
 HF_REPO = "codeparrot/apps"
 DATA_FILE = "test.jsonl"
 REQUIRED_FIELDS = ("problem_id", "question", "solutions", "input_output", "difficulty", "starter_code")

@@ -24,12 +24,13 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from benchmarks.bfcl.checker import INSTALL_HINT
+from core.datasets import data_dir_env
 from core.errors import DataError
 from core.models import Row
 
 DATASET = "bfcl"
 FILE_PREFIX = "BFCL_v4_"
-DATA_DIR_ENV = "BFCL_DATA_DIR"
+DATA_DIR_ENV = data_dir_env("bfcl")  # the dataset table's entry (core/datasets.py)
 
 # protocol (v3) category -> (file category in bfcl-eval, test category the AST checker is called with)
 CATEGORIES: dict[str, tuple[str, str]] = {

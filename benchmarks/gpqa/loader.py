@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from benchmarks.base import data_directory
+from core.datasets import data_dir_env
 from core.errors import DataError
 from core.models import Row
 
 DATASET = "gpqa"
-ENV_VAR = "GPQA_DATA_DIR"
+ENV_VAR = data_dir_env("gpqa")  # the dataset table's entry (core/datasets.py)
 FILENAME = "gpqa_diamond.csv"
 LETTERS = ("A", "B", "C", "D")
 REQUIRED_COLUMNS = ("Question", "Correct Answer", "Incorrect Answer 1", "Incorrect Answer 2", "Incorrect Answer 3")

@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from benchmarks.base import data_directory
+from core.datasets import data_dir_env
 from core.errors import DataError
 from core.models import Row
 
 DATASET = "hotpotqa"
-ENV_VAR = "HOTPOTQA_DATA_DIR"
+ENV_VAR = data_dir_env("hotpotqa")  # the dataset table's entry (core/datasets.py)
 SUFFIXES = (".jsonl", ".json", ".parquet")
 PREFERRED_NAME_PARTS = ("distractor", "validation", "dev")
 REQUIRED_FIELDS = ("question", "answer", "type", "level", "supporting_facts", "context")

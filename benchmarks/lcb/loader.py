@@ -23,10 +23,11 @@ import zlib
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from core.datasets import data_dir_env
 from core.errors import DataError
 from core.models import Row
 
-ENV_VAR = "LCB_DATA_DIR"
+ENV_VAR = data_dir_env("lcb")  # the dataset table's entry (core/datasets.py)
 HF_REPO = "livecodebench/code_generation_lite"
 REQUIRED_FIELDS = ("question_id", "question_content", "starter_code", "public_test_cases", "private_test_cases",
                    "metadata")

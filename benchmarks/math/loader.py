@@ -14,11 +14,12 @@ from typing import Sequence
 from benchmarks.base import data_directory
 from benchmarks.math.equivalence import last_boxed
 from benchmarks.math.records import read_records, record_files
+from core.datasets import data_dir_env
 from core.errors import DataError
 from core.models import Row
 
 DATASET = "math"
-ENV_VAR = "MATH_DATA_DIR"
+ENV_VAR = data_dir_env("math")  # the dataset table's entry (core/datasets.py)
 SUBJECT = "Precalculus"
 LEVEL = "Level 5"
 REQUIRED_FIELDS = ("problem", "level", "type", "solution")

@@ -15,10 +15,11 @@ import os
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from core.datasets import data_dir_env
 from core.errors import DataError
 from core.models import Row
 
-ENV_VAR = "SWE_DATA_DIR"
+ENV_VAR = data_dir_env("swe")  # the dataset table's entry (core/datasets.py)
 HF_REPO = "princeton-nlp/SWE-bench_Verified"
 REQUIRED_FIELDS = ("instance_id", "repo", "base_commit", "problem_statement", "hints_text", "patch", "test_patch",
                    "FAIL_TO_PASS", "PASS_TO_PASS")

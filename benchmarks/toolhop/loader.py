@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from benchmarks.base import data_directory
+from core.datasets import data_dir_env
 from core.errors import DataError
 from core.models import Row
 
 DATASET = "toolhop"
-ENV_VAR = "TOOLHOP_DATA_DIR"
+ENV_VAR = data_dir_env("toolhop")  # the dataset table's entry (core/datasets.py)
 REQUIRED_FIELDS = ("question", "answer", "tools", "functions")
 WHERE_TO_GET = (
     "download data/ToolHop.json from the Hugging Face dataset bytedance-research/ToolHop into a directory and pass "

@@ -23,27 +23,21 @@ from core.artifacts import (
     ResultOptimization,
     ResultSelection,
 )
-from core.cell import grid_configurations
-from core.cell import registry_key as cell_registry_key
+from core.grid import grid_configurations, registry_key
 from core.models import Cell
 
 GRID_FIELDS = ("method", "task", "topology", "framework", "communication", "team_size", "task_model")
 
 
-def registry_key(topology: str, framework: str, communication: str, team_size: int) -> str:
-    return cell_registry_key(Cell(task="-", topology=topology, framework=framework, communication=communication,
-                                  team_size=team_size))
-
-
 def grid_cells() -> list[dict[str, Any]]:
     """The 612 conformant grid configurations (method, task, topology, framework, communication, size, model),
-    each with its registry key and source tables: core/cell.py `grid_configurations`, the grid's one source."""
+    each with its registry key and source tables: core/grid.py `grid_configurations`, the grid's one source."""
     out = []
     for method, cell, tables in grid_configurations():
         values = (method, cell.task, cell.topology, cell.framework, cell.communication, cell.team_size,
                   cell.task_model)
         out.append({"grid": dict(zip(GRID_FIELDS, values)), "source_tables": list(tables),
-                    "registry_key": cell_registry_key(cell)})
+                    "registry_key": registry_key(cell)})
     return sorted(out, key=lambda e: (e["grid"]["task_model"] != "qwen", e["grid"]["task"], e["registry_key"],
                                       e["grid"]["method"]))
 
@@ -81,14 +75,13 @@ def synthetic_result(
               "budget_exhausted": 0, "skipped": 0}
         for arm, scores in (("baseline", baseline), ("deployed", deployed))
     }
-    cell = CellFields(**{k: grid[k] for k in ("task", "topology", "framework", "communication", "team_size",
-                                               "task_model")})
+    fields = {k: grid[k] for k in ("task", "topology", "framework", "communication", "team_size", "task_model")}
+    cell = CellFields(**fields)
     result = JobResult(
         schema="mas-promptbench-job-result/v1", status="completed", protocol_id="mas-promptbench-v1",
         protocol_conformant=conformant, cell=cell, cell_id=f"synthetic-{rng.getrandbits(48):012x}",
         method=grid["method"], optimizer_seed=seed, grid_cell=GridCell(**grid),
-        registry_key=registry or registry_key(grid["topology"], grid["framework"], grid["communication"],
-                                              grid["team_size"]),
+        registry_key=registry or registry_key(Cell(**fields)),
         source_tables=source_tables or [3], condition_id="synthetic", endpoint_kind=endpoint_kind,
         optimization=ResultOptimization(
             status="completed", failure_kind=None, stop_reason="rollout_budget_spent",

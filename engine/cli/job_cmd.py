@@ -13,7 +13,10 @@ from core.protocol import FULL_BUDGET
 from engine.chat.auth import DEFAULT_API_KEY_ENV, DEFAULT_REFLECTION_API_KEY_ENV
 from engine.chat.preflight import DEFAULT_STARTUP_TIMEOUT_S
 from core.cell import with_framework
+from core.frameworks import frameworks_help
+from core.methods import check_method, methods_help
 from engine.cli.args import StrictParser, check_ascii_text, int_in, positive_float
+from engine.job.benchmark_setup import add_dataset_options
 from engine import log as logs
 
 
@@ -26,8 +29,8 @@ def _model_id(text: str) -> str:
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cell", required=True, help="task=...,topology=...[,framework=,communication=,team_size=,model=]"
                    " (topology= may be a registry key, e.g. sequential_crewai or decentralized_r8)")
-    p.add_argument("--framework", default=None, help="refines --cell: native (default), langgraph, crewai, autogen, "
-                   "openai_agents (each an install extra; README)")
+    p.add_argument("--framework", default=None, help=f"refines --cell: {frameworks_help()} (each an install "
+                   "extra; README)")
     p.add_argument("--seed", type=int_in("--seed"), default=0, help="optimizer / evaluation seed: 0, 1 or 2")
     p.add_argument("--task-endpoint", action="append", dest="task_endpoints", metavar="URL",
                    help="OpenAI-compatible base URL (repeatable, round robin; also TASK_ENDPOINTS). "
@@ -50,23 +53,15 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="how long the job waits while no task endpoint is healthy before rollouts fail "
                         "(default 900 = 15 min); waits are not rollout attempts and are recorded in the card")
     p.add_argument("--quiet", action="store_true")
-    wiki = p.add_argument_group("HotpotQA retrieval (task=hotpotqa needs exactly one; the tools never read the "
-                                "row's own context)")
-    wiki.add_argument("--wiki-dir", metavar="DIR",
-                      help="HotpotQA full-wiki abstracts corpus (bz2 JSON-lines in subdirectories), indexed once "
-                           "with SQLite FTS5 into DIR/.mpb-index/")
-    wiki.add_argument("--wiki-live", action="store_true", help="query live Wikipedia (network; not reproducible)")
-    wiki.add_argument("--wiki-pooled", action="store_true",
-                      help="search the pooled paragraphs of the whole data file (marks the job non-conformant)")
-    p.add_argument("--swe-repos", metavar="DIR",
-                   help="task=swe: local git mirrors (<owner>__<name>[.git]) the agents' repository tools clone at "
-                        "the base commit; without it SWE agents have no repository tools (non-conformant)")
+    add_dataset_options(p)  # each dataset's own (core/datasets.py): --wiki-dir, --swe-repos, ...
 
 
-def job_main(argv: list[str]) -> int:
+def job_parser() -> StrictParser:
+    """The `job` command's parser; its choices and help come from the method, dataset and framework tables."""
     p = StrictParser(prog="python -m engine job", description="Run one mas-promptbench-v1 job.")
     _common(p)
-    p.add_argument("--method", required=True, help="optimizer name (identity, gepa, mipro, mapro, maspo)")
+    p.add_argument("--method", required=True, type=check_method, metavar="METHOD",
+                   help=f"the optimization method. {methods_help()}")
     p.add_argument("--out", required=True, help="job directory (re-run the same command to resume)")
     p.add_argument("--budget", type=int_in("--budget"), default=None,
                    help=f"usable rollouts, 1..{FULL_BUDGET} (default {FULL_BUDGET} = conformant; with --smoke the "
@@ -86,7 +81,11 @@ def job_main(argv: list[str]) -> int:
                    help="run the phases up to this one (validate needs optimization.json, test selection.json)")
     p.add_argument("--allow-any-cell", action="store_true",
                    help="run a cell outside the grid tables (marked non-conformant); refused otherwise")
-    args = p.parse_args(argv)
+    return p
+
+
+def job_main(argv: list[str]) -> int:
+    args = job_parser().parse_args(argv)
     args.cell = with_framework(args.cell, args.framework)
     logs.configure(logs.current_format(), quiet=args.quiet)
     from engine.job.benchmark_setup import dataset_options

@@ -3,35 +3,43 @@
 Every benchmark declares `configure(options) -> Benchmark` (a configured copy), `check_ready()` (raises
 UsageError when it cannot run as configured, e.g. HotpotQA without a Wikipedia source) and `tool_environment()`
 (what its tools read, recorded in the job identity and the evaluation condition; None when nothing).
-Options a dataset does not take are refused, so a flag is never silently ignored.
+Options a dataset does not take are refused, so a flag is never silently ignored. Which dataset takes which option
+is its entry in the dataset table (core/datasets.py); `add_dataset_options` puts them on a command's parser.
 """
 
 from __future__ import annotations
 
+import argparse
 from typing import Any
 
 from core.benchmark import Benchmark
+from core.datasets import DATASET_TABLE
+from core.datasets import dataset_options as registered_options
 from core.errors import UsageError
 
-# option name -> (flag, datasets that take it)
-DATASET_OPTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "wiki_dir": ("--wiki-dir", ("hotpotqa",)),
-    "wiki_live": ("--wiki-live", ("hotpotqa",)),
-    "wiki_pooled": ("--wiki-pooled", ("hotpotqa",)),
-    "swe_repos": ("--swe-repos", ("swe",)),
-}
+
+def add_dataset_options(p: argparse.ArgumentParser) -> None:
+    """Every registered dataset's options: in the dataset's own --help group when it names one."""
+    for spec in DATASET_TABLE.values():
+        target: Any = p.add_argument_group(spec.options_title) if spec.options_title and spec.options else p
+        for option in spec.options:
+            if option.metavar is None:
+                target.add_argument(option.flag, dest=option.dest, action="store_true", help=option.help)
+            else:
+                target.add_argument(option.flag, dest=option.dest, metavar=option.metavar, help=option.help)
 
 
 def dataset_options(args: Any) -> dict[str, Any]:
     """The dataset options present in parsed arguments (unset flags left out)."""
-    return {name: getattr(args, name) for name in DATASET_OPTIONS if getattr(args, name, None)}
+    return {name: getattr(args, name) for name in registered_options() if getattr(args, name, None)}
 
 
 def configure_benchmark(bench: Benchmark, options: dict[str, Any], data_dir: str | None) -> Benchmark:
+    known = registered_options()
     for name in options:
-        flag, datasets = DATASET_OPTIONS[name]
+        option, datasets = known[name]
         if bench.name not in datasets:
-            raise UsageError(f"{flag} applies only to task={' or '.join(datasets)}, not task={bench.name}")
+            raise UsageError(f"{option.flag} applies only to task={' or '.join(datasets)}, not task={bench.name}")
     bench = bench.configure({**options, "data_dir": data_dir})
     bench.check_ready()
     problem = bench.scorer_problem()  # e.g. API-Bank without its checkout: refused up front, not per rollout

@@ -27,14 +27,14 @@ from engine.job.evidence import without_evidence
 from engine.job.smoke import SMOKE_REASON
 from engine.store.check import check_store_file, holds_no_records
 from engine.store.schema import creating_path
-from optimizers.registry import METHODS, method_implementation_id
+from optimizers.registry import implemented, method_implementation_id
 
 
 def claimed_tables(cfg: JobConfig) -> list[int]:
     """The grid tables the job feeds (section 4); an off-grid cell is refused unless --allow-any-cell."""
     c = cfg.cell
-    tables = grid_tables(cfg.method, c, tuple(METHODS))
-    if not on_grid(cfg.method, c, tuple(METHODS)) and not cfg.allow_any_cell:
+    tables = grid_tables(cfg.method, c, implemented())
+    if not on_grid(cfg.method, c, implemented()) and not cfg.allow_any_cell:
         raise UsageError(f"off-grid cell: task={c.task},topology={c.topology},team_size={c.team_size},"
                          f"communication={c.communication},model={c.task_model} with method {cfg.method} is in no "
                          "grid table this engine implements; pass --allow-any-cell to run it (non-conformant)")
@@ -53,7 +53,7 @@ def build_identity(cfg: JobConfig, seed_bundle: PromptBundle, split_sha256: str,
                      scorer_id=scorer_id, split_sha256=split_sha256, contract_version=JOB_CONTRACT_VERSION,
                      tool_environment=tool_environment)
     tables = claimed_tables(cfg)
-    in_grid = on_grid(cfg.method, c, tuple(METHODS))
+    in_grid = on_grid(cfg.method, c, implemented())
     reasons = []  # off_grid_cell exactly when not in_grid (was: an identity job on a native cell had both)
     if not in_grid:
         reasons.append("off_grid_cell")

@@ -14,16 +14,23 @@ the scorer against the gold answer), and "carries m" = the prompt contains m.rem
 * pairwise (`<response_a>`, `<response_b>`, `Item: <row id>`): both responses are scored by the row's benchmark
   scorer against its gold answer; `Winner: A` / `Winner: B` when exactly one is correct, else `Winner: TIE`.
   An unknown item or kind gets `Winner: TIE` / `Score: 5`.
+
+The kinds are the `judge_tasks` the method table declares (core/methods.py; `judge_tasks()` lists them); each has
+one scripted verdict in `SimJudge.VERDICTS` (tests/optimizers/test_sim_judge.py checks that none is missing), and a
+declared kind without one is answered as an unknown kind.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
+from core.methods import judge_tasks
 from core.models import AgentOutput, Row
 from core.simulation import FailureMode, SimulatedBenchmark
+
+__all__ = ["SimJudge", "judge_kind", "judge_tasks", "unscripted_judge_tasks"]
 
 _KIND_RE = re.compile(r"<judge_task>(\w+)</judge_task>")
 _ITEM_RE = re.compile(r"(?m)^Item: (\S+)\s*$")
@@ -54,20 +61,28 @@ class SimJudge:
         self.find_row = find_row
 
     def reply(self, text: str) -> str:
-        kind = judge_kind(text)
-        if kind == "node":
-            return f"Score: {self.node(_section(text, 'candidate_prompt'), _feedback(text))}"
-        if kind == "edge":
-            shared = sum(_carries(_section(text, "sender_prompt"), m) and _carries(_section(text, "receiver_prompt"), m)
-                         for m in self.modes)
-            return f"Score: {min(10, 4 + 2 * shared)}"
-        if kind == "blame":
-            prompt = _section(text, "role_prompt")
-            missing = sum(1 for m in self.needed(_feedback(text)) if not _carries(prompt, m))
-            return f"Blame: {min(10, 3 * missing)}"
-        if kind == "pairwise":
-            return f"Winner: {self.pairwise(text)}"
-        return "Score: 5"
+        verdict = self.VERDICTS.get(judge_kind(text) or "")
+        return verdict(self, text) if verdict is not None else "Score: 5"
+
+    def _node(self, text: str) -> str:
+        return f"Score: {self.node(_section(text, 'candidate_prompt'), _feedback(text))}"
+
+    def _edge(self, text: str) -> str:
+        shared = sum(_carries(_section(text, "sender_prompt"), m) and _carries(_section(text, "receiver_prompt"), m)
+                     for m in self.modes)
+        return f"Score: {min(10, 4 + 2 * shared)}"
+
+    def _blame(self, text: str) -> str:
+        prompt = _section(text, "role_prompt")
+        missing = sum(1 for m in self.needed(_feedback(text)) if not _carries(prompt, m))
+        return f"Blame: {min(10, 3 * missing)}"
+
+    def _pairwise(self, text: str) -> str:
+        return f"Winner: {self.pairwise(text)}"
+
+    # judge kind -> its scripted verdict (the kinds are the methods' `judge_tasks`, core/methods.py)
+    VERDICTS: ClassVar[dict[str, Callable[["SimJudge", str], str]]] = {"node": _node, "edge": _edge, "blame": _blame,
+                                                             "pairwise": _pairwise}
 
     def needed(self, feedback: str) -> list[FailureMode]:
         return [m for m in self.modes if re.search(m.feedback_pattern, feedback)]
@@ -94,3 +109,8 @@ class SimJudge:
             return False
 
 
+
+
+def unscripted_judge_tasks() -> tuple[str, ...]:
+    """The registered methods' judge kinds this simulated judge has no verdict for (answered `Score: 5`)."""
+    return tuple(kind for kind in judge_tasks() if kind not in SimJudge.VERDICTS)

@@ -8,12 +8,15 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from core.cell import TASKS
+from core.datasets import dataset_names
 from core.errors import UsageError
+from core.frameworks import protocol_frameworks
+from core.grid import COMMUNICATIONS, MODELS, TEAM_SIZES
 from engine.cli.args import StrictParser, int_in, positive_float
 from engine.sweep.cost import Cost, estimate, method_plans
 from engine.sweep.grid import SEEDS
-from engine.sweep.plan import Filters, JobSpec, check_data_dir, check_filters, custom_jobs, jobs_for, select
+from engine.sweep.plan import (Filters, JobSpec, check_data_dir, check_filters, custom_jobs, jobs_for, method_choices,
+                               select)
 from engine.sweep.projection import GPUS, Projection, assumptions, project
 
 
@@ -28,14 +31,14 @@ def _numbers(text: str) -> tuple[int, ...]:
 def add_grid_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("grid (protocol section 4; filters combine, a comma list means any of)")
     g.add_argument("--table", type=_numbers, default=(), help="tables 2-7, e.g. 3,4")
-    g.add_argument("--methods", type=_names, default=(), help="gepa,mipro,mapro,maspo,...,identity (identity: "
-                   "one seed-bundle job per runtime condition)")
-    g.add_argument("--tasks", type=_names, default=(), help="e.g. bfcl,hotpotqa")
+    g.add_argument("--methods", type=_names, default=(), help=f"any of {', '.join(method_choices())} "
+                   "(identity: one seed-bundle job per runtime condition)")
+    g.add_argument("--tasks", type=_names, default=(), help=f"any of {', '.join(dataset_names())}")
     g.add_argument("--topologies", type=_names, default=(), help="base topologies or registry keys")
-    g.add_argument("--frameworks", type=_names, default=(), help="langgraph,crewai,autogen,openai_agents")
-    g.add_argument("--communications", type=_names, default=(), help="freeform,semi_structured,structured_soft")
-    g.add_argument("--team-sizes", type=_numbers, default=(), help="1,2,4,8,10")
-    g.add_argument("--models", type=_names, default=(), help="qwen,llama")
+    g.add_argument("--frameworks", type=_names, default=(), help=f"any of {', '.join(protocol_frameworks())}")
+    g.add_argument("--communications", type=_names, default=(), help=",".join(COMMUNICATIONS))
+    g.add_argument("--team-sizes", type=_numbers, default=(), help=",".join(map(str, (1, *TEAM_SIZES))))
+    g.add_argument("--models", type=_names, default=(), help=",".join(MODELS))
     g.add_argument("--runtime", default="frameworks", help="frameworks (default: each configuration on its "
                    "framework runtime, as the protocol's tables; needs the extras) or native (the engine's own "
                    "runtime for the LangGraph column: fast, claims no table, non-conformant)")
@@ -54,8 +57,8 @@ def data_dirs(items: list[str]) -> dict[str, str]:
         if not sep or not task or not directory:
             raise UsageError(f"--data-dir must be TASK=DIR, got {item!r}")
         task, directory = task.strip(), directory.strip()
-        if task not in TASKS:
-            raise UsageError(f"--data-dir {item}: unknown task {task!r}; known: {', '.join(TASKS)}")
+        if task not in dataset_names():
+            raise UsageError(f"--data-dir {item}: unknown task {task!r}; known: {', '.join(dataset_names())}")
         if task in out:
             raise UsageError(f"--data-dir given twice for {task}")
         try:

@@ -4,12 +4,12 @@ A *configuration* is (method, task, topology, framework, communication, team siz
 tables contain is one configuration. A *job* is a configuration and an optimizer seed (0, 1, 2). The frozen
 counts (612 configurations / 1,836 jobs; Qwen 558, Llama 54; per method GEPA 147 ... TAVO 12; 132 runner
 conditions per seed for Qwen; table 7: 108 configurations / 324 jobs, its Qwen half shared with tables 3 and 6)
-are asserted in tests/engine/sweep/test_grid.py. The grid is not written here: core/cell.py `source_tables`
-defines which tables hold a configuration, and `grid_configurations` enumerates it.
+are asserted in tests/engine/sweep/test_grid.py. The grid is not written here: core/grid.py `source_tables`
+defines which tables hold a configuration, `grid_configurations` enumerates it and `registry_key` names it.
 
 Framework labels are the protocol's: table 2 runs single/independent on LangGraph, sequential on CrewAI,
 centralized on AutoGen and decentralized on the OpenAI Agents SDK; tables 3-7 are the LangGraph column. This
-engine's own runtime (`framework=native`) stands in for the LangGraph column only (core/cell.py `grid_tables`);
+engine's own runtime (`framework=native`) stands in for the LangGraph column only (core/grid.py `grid_tables`);
 table 2's other frameworks and the methods it does not implement are listed as not implemented.
 """
 
@@ -17,12 +17,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.cell import PROTOCOL_FRAMEWORKS, grid_configurations
+from core.frameworks import protocol_frameworks, single_topology_frameworks
+from core.grid import grid_configurations, registry_key
+from core.models import Cell
 
 SEEDS = (0, 1, 2)
-FRAMEWORK_KEYS = {"crewai": "sequential_crewai", "autogen": "centralized_autogen",
-                  "openai_agents": "decentralized_openai_agents"}
-FRAMEWORK_LABELS = PROTOCOL_FRAMEWORKS
+
+
+def framework_keys() -> dict[str, str]:
+    """framework -> its registry key, for the frameworks that run one topology (crewai: sequential_crewai, ...)."""
+    return {framework: f"{only}_{framework}" for framework, only in single_topology_frameworks().items()}
+
+
+def framework_labels() -> tuple[str, ...]:
+    return protocol_frameworks()
 
 
 @dataclass(frozen=True, order=True)
@@ -37,14 +45,13 @@ class Configuration:
     tables: tuple[int, ...] = ()
 
     @property
+    def cell(self) -> Cell:
+        return Cell(task=self.task, topology=self.topology, framework=self.framework,
+                    communication=self.communication, team_size=self.team_size, task_model=self.model)
+
+    @property
     def registry_key(self) -> str:
-        if self.framework != "langgraph":
-            return FRAMEWORK_KEYS[self.framework]
-        if self.communication != "freeform":
-            return f"{self.topology}_communications_{self.communication}"
-        if self.topology != "single" and self.team_size != 4:
-            return f"{self.topology}_r{self.team_size}"
-        return self.topology
+        return registry_key(self.cell)
 
     @property
     def condition_key(self) -> tuple[str, str, str, int, str, str]:
@@ -64,7 +71,7 @@ class Configuration:
 
 def protocol_grid() -> list[Configuration]:
     """Every configuration of tables 2-7, in a stable order, each with the tables that contain it: derived from
-    core/cell.py `grid_configurations` (the tables' one definition, `source_tables`, which job.json also uses)."""
+    core/grid.py `grid_configurations` (the tables' one definition, `source_tables`, which job.json also uses)."""
     configs = [Configuration(method, c.task, c.topology, c.framework, c.communication, c.team_size, c.task_model,
                              tables) for method, c, tables in grid_configurations()]
     return sorted(configs, key=lambda c: (c.model != "qwen", c.task, c.registry_key, c.method))

@@ -11,13 +11,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.cell import ALL_METHODS, COMMUNICATIONS, MODELS, TASKS, TEAM_SIZES, TOPOLOGIES, parse_cell
+from core.cell import COMMUNICATIONS, MODELS, TEAM_SIZES, TOPOLOGIES, parse_cell
+from core.datasets import dataset_names
 from core.errors import CellError, UsageError
+from core.grid import TABLES
+from core.methods import METHOD_TABLE, GridRole, grid_methods
 from engine.sweep.grid import (
-    FRAMEWORK_KEYS,
-    FRAMEWORK_LABELS,
     SEEDS,
     Configuration,
+    framework_keys,
+    framework_labels,
     identity_configurations,
     not_implemented_reason,
     protocol_grid,
@@ -25,9 +28,15 @@ from engine.sweep.grid import (
 
 
 def implemented_methods() -> tuple[str, ...]:
-    from optimizers.registry import METHODS
+    from optimizers.registry import implemented
 
-    return tuple(METHODS)
+    return implemented()
+
+
+def method_choices() -> tuple[str, ...]:
+    """Every method a filter may name: the grid's (implemented or not) and the baseline (identity)."""
+    baseline = tuple(n for n, spec in METHOD_TABLE.items() if spec.grid_role is GridRole.BASELINE)
+    return grid_methods() + baseline
 
 
 @dataclass(frozen=True)
@@ -81,7 +90,7 @@ class JobSpec:
         it needs."""
         framework = parse_cell(self.cell).framework
         if framework == "native":
-            return next((f for f, key in FRAMEWORK_KEYS.items() if key == self.registry_key), framework)
+            return next((f for f, key in framework_keys().items() if key == self.registry_key), framework)
         return framework
 
 
@@ -93,16 +102,16 @@ def _split(values: tuple[str, ...], allowed: tuple[str, ...], what: str) -> tupl
 
 
 def check_filters(f: Filters) -> Filters:
-    _split(f.methods, ALL_METHODS + ("identity",), "method")
-    _split(f.tasks, TASKS, "task")
-    _split(f.frameworks, FRAMEWORK_LABELS, "framework")
+    _split(f.methods, method_choices(), "method")
+    _split(f.tasks, dataset_names(), "task")
+    _split(f.frameworks, framework_labels(), "framework")
     _split((f.runtime,), ("frameworks", "native"), "runtime")
     _split(f.communications, COMMUNICATIONS, "communication")
     _split(f.models, MODELS, "model")
     keys = {c.registry_key for c in protocol_grid()} | set(TOPOLOGIES)
     _split(f.topologies, tuple(sorted(keys)), "topology")
     for t in f.tables:
-        if t not in (2, 3, 4, 5, 6, 7):
+        if t not in TABLES:
             raise UsageError(f"unknown table {t}; the grid has tables 2-7")
     for n in f.team_sizes:
         if n not in TEAM_SIZES + (1,):

@@ -53,7 +53,6 @@ def _scores(records: Sequence[RolloutRecord]) -> list[float | None]:
 class Gepa:
     name = "gepa"
     smallest_useful_budget = 56  # protocol 8.9: seed on 50 validation rows + one 6-rollout proposal
-    uses_reflection = True
 
     def __init__(self, seed: int = 0, reflection: ReflectionModel | None = None, *, minibatch_size: int = 3,
                  patience: int = 3, max_merge_invocations: int = 5, merge_subsample_size: int = 5,

@@ -65,8 +65,6 @@ STOP_PATIENCE = StopReason.PATIENCE
 class Mapro:
     name = "mapro"
     smallest_useful_budget = 300  # protocol 8.9: 2 x train (150); smallest_budget() uses the actual train size
-    uses_reflection = True
-    task_model_components = ("judge", "probe")
     implementation_version = 2  # 2: "demos on" (demo pools in role prompts, preference pairs in rewrites)
 
     def __init__(self, seed: int = 0, reflection: ModelClient | None = None, judge: ModelClient | None = None,

@@ -60,8 +60,6 @@ class Member:
 class Maspo:
     name = "maspo"
     smallest_useful_budget = 20  # protocol 8.9: parent + one offspring on 10 rows (30 for both offspring)
-    uses_reflection = True
-    task_model_components = ("judge",)
     implementation_version = 2  # 2: MATH jobs propose and judge with the MATH templates (optimizers/maspo/templates.py)
 
     def __init__(self, seed: int = 0, reflection: ModelClient | None = None, judge: ModelClient | None = None, *,

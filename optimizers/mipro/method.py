@@ -43,7 +43,6 @@ class _Spent(Exception):
 class Mipro:
     name = "mipro"
     smallest_useful_budget = 105  # protocol 8.9: bootstrap (>= 5) + seed on 50 validation rows + one 50-row trial
-    uses_reflection = True
 
     def __init__(self, seed: int = 0, reflection: ReflectionModel | None = None, *, num_candidates: int = 3,
                  num_trials: int = 3, min_bootstrapped: int = 5, max_demos: int = 4, bootstrap_batch: int = 5,

@@ -6,12 +6,14 @@ exactly"); native jobs are unchanged and resume."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 
 from core.cell import parse_cell
 from core.errors import JobIdentityError
+from core.frameworks import FRAMEWORK_TABLE
 from core.models import PromptBundle
 from core.protocol import RUNTIME_IMPLEMENTATION_IDS
 from engine.job import identity as identity_module
@@ -43,7 +45,8 @@ def test_job_json_names_the_runtime_implementation(cell, expected, tmp_path):
 def test_a_framework_job_written_under_the_native_id_is_refused_in_one_line(tmp_path, monkeypatch):
     cell = "task=hotpotqa,topology=independent,framework=langgraph"
     native_id = RUNTIME_IMPLEMENTATION_IDS["native"]
-    monkeypatch.setitem(RUNTIME_IMPLEMENTATION_IDS, "langgraph", native_id)  # the labelling before
+    labelled_before = dataclasses.replace(FRAMEWORK_TABLE["langgraph"], runtime_implementation_id=native_id)
+    monkeypatch.setitem(FRAMEWORK_TABLE, "langgraph", labelled_before)  # the labelling before (its table entry)
     before = build_identity(_cfg(cell, tmp_path), BUNDLE, "0" * 64, {"train": 1}, "scorer:v1")
     monkeypatch.undo()
     assert before.runtime_implementation_id == native_id
