@@ -63,9 +63,6 @@ class GatewaySession(Protocol):
 
     async def call_tool(self, role: str, member: int, name: str, arguments: Any, call_id: str | None = None) -> str: ...
 
-    def call_tool_blocking(self, role: str, member: int, name: str, arguments: Any,
-                           call_id: str | None = None) -> str: ...
-
 
 @runtime_checkable
 class FrameworkContext(AgentContext, Protocol):

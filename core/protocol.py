@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from core.canonical import content_hash
 from core.seeds import TURN_HASH_SCHEME, member_seed_scheme
 
-PROTOCOL_ID = "mas-promptbench-v1"
+PROTOCOL_ID: Final = "mas-promptbench-v1"  # the one definition (Final: its type is the literal JobResult names)
 FULL_BUDGET = 600
 MAX_INFRA_RETRIES = 2  # 3 attempts at most, same request seed
 # Section 5.6: the condition names the runtime implementation that ran it. `native` is this project's own anyio
@@ -32,7 +32,6 @@ OPTIMIZATION_DECODING = {"temperature": 0.2, "top_p": 0.9, "max_tokens": 32768, 
 EVALUATION_DECODING = {"temperature": 0.0, "top_p": 0.9, "max_tokens": 32768, "thinking": False}
 REFLECTION_DECODING = {"temperature": 1.0, "top_p": 1.0, "max_tokens": 48000, "thinking": True}
 REPETITION_PENALTY = 1.05
-TASK_TIMEOUT_S = 1200.0
 REFLECTION_TIMEOUT_S = 1800.0
 
 PROTOCOL_CONSTANTS: dict[str, Any] = {
