@@ -18,6 +18,7 @@ from benchmarks.registry import get_benchmark
 from benchmarks.sandbox import isolation as isolation_module
 from engine.job.sandbox_gate import gate_sandbox, runs_model_code
 from tests.benchmarks.sandbox.hostile import ROOT
+from tests.test_readme import commands as readme_commands
 
 NO_JAIL = {"MPB_BWRAP": "/nonexistent/bwrap"}
 HONEST = "a, b = map(int, input().split())\nprint(a + b)\n"
@@ -52,8 +53,7 @@ def test_check_reports_the_jail(tmp_path: Path):
 
 
 def test_readme_sandbox_commands_run(tmp_path: Path):
-    readme = (ROOT / "README.md").read_text()
-    commands = [line.split("  #")[0].strip() for line in readme.splitlines() if line.startswith("python -m engine sandbox")]
+    commands = [c for c in readme_commands() if c.startswith("python -m engine sandbox")]  # README.md, docs/*.md
     assert {c.split()[4] for c in commands} == {"check", "run"}
     (tmp_path / "prog.py").write_text("import os, sys\nprint(os.getuid(), sys.stdin.read().strip()[::-1])\n")
     (tmp_path / "in.txt").write_text("olleh\n")
