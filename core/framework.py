@@ -76,9 +76,6 @@ class GatewaySession(Protocol):
 
     async def call_tool(self, role: str, member: int, name: str, arguments: Any, call_id: str | None = None) -> str: ...
 
-    def call_tool_blocking(self, role: str, member: int, name: str, arguments: Any,
-                           call_id: str | None = None) -> str: ...
-
     def shared(self, key: Hashable, build: Callable[[str], T]) -> T: ...
 
 

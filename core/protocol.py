@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict
 
@@ -10,7 +10,7 @@ from core.canonical import content_hash
 from core.frameworks import FRAMEWORK_TABLE
 from core.seeds import TURN_HASH_SCHEME, member_seed_scheme
 
-PROTOCOL_ID = "mas-promptbench-v1"
+PROTOCOL_ID: Final = "mas-promptbench-v1"  # the one definition (Final: its type is the literal JobResult names)
 FULL_BUDGET = 600
 MAX_INFRA_RETRIES = 2  # 3 attempts at most, same request seed
 # Section 5.6: the condition names the runtime implementation that ran it. `native` is this project's own anyio
@@ -53,7 +53,6 @@ OPTIMIZATION_DECODING = Decoding(temperature=0.2, top_p=0.9, max_tokens=32768, t
 EVALUATION_DECODING = Decoding(temperature=0.0, top_p=0.9, max_tokens=32768, thinking=False,
                                repetition_penalty=REPETITION_PENALTY)
 REFLECTION_DECODING = Decoding(temperature=1.0, top_p=1.0, max_tokens=48000, thinking=True, repetition_penalty=None)
-TASK_TIMEOUT_S = 1200.0
 REFLECTION_TIMEOUT_S = 1800.0
 
 PROTOCOL_CONSTANTS: dict[str, Any] = {

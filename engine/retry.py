@@ -31,9 +31,10 @@ class RetryPolicy:
 
 def retrying(policy: RetryPolicy, key: str, attempts: int,
              retry_on: type[BaseException] | tuple[type[BaseException], ...],
-             never: tuple[type[BaseException], ...] = ()) -> AsyncRetrying:
+             never: tuple[type[BaseException], ...] = (), *, reraise_last: bool = True) -> AsyncRetrying:
     """Up to `attempts` attempts; an exception of `retry_on` (and not of `never`) is retried after `policy.delay`
-    (keyed by `key`), any other exception and the last attempt's error propagate unchanged."""
+    (keyed by `key`), any other exception propagates unchanged, and so does the last attempt's error unless
+    `reraise_last` is False: then the loop just ends (the caller kept that error as data)."""
 
     def wait(state: RetryCallState) -> float:
         error = state.outcome.exception() if state.outcome is not None else None
@@ -42,4 +43,7 @@ def retrying(policy: RetryPolicy, key: str, attempts: int,
     retry: retry_base = retry_if_exception_type(retry_on)
     if never:
         retry = retry & retry_if_not_exception_type(never)
+    if not reraise_last:  # tenacity returns the callback's value instead of raising: the `async for` ends
+        return AsyncRetrying(stop=stop_after_attempt(attempts), wait=wait, retry=retry,
+                             retry_error_callback=lambda state: None)
     return AsyncRetrying(stop=stop_after_attempt(attempts), wait=wait, retry=retry, reraise=True)

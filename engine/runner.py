@@ -163,27 +163,24 @@ class Runner:
         attempts = 0
         last_error: BaseException | None = None
         outcome: Outcome | None = None
-        try:
-            async for attempt in retrying(self.retry, spec.rollout_key, MAX_INFRA_RETRIES + 1,
-                                          (InfrastructureError, ScorerError)):
-                with attempt:
-                    attempts = attempt.retry_state.attempt_number
+        async for attempt in retrying(self.retry, spec.rollout_key, MAX_INFRA_RETRIES + 1,
+                                      (InfrastructureError, ScorerError), reraise_last=False):
+            with attempt:
+                attempts = attempt.retry_state.attempt_number
+                try:
                     try:
-                        try:
-                            outcome = await self._attempt(spec, decoding, node_id, attempts)
-                        except Exception as raw:  # contained: an attempt failure, or re-raised if it ends the job
-                            raise attempt_failure(raw) from raw
-                    except (InfrastructureError, ScorerError) as exc:
-                        last_error = exc
-                        slot.infra_attempt()
-                        if self.record_calls:
-                            await self.store.set_node_status(
-                                node_id, NodeStatus.FAILED, actor=Actor.RUNNER, reason=f"attempt {attempts}: {exc}",
-                                extra={"failure": {"kind": NodeFailureKind.INFRA_ERROR, "message": str(exc)[:2000],
-                                                   "exception_type": type(exc).__name__, "attempt": attempts}})
-                        raise
-        except (InfrastructureError, ScorerError):
-            pass
+                        outcome = await self._attempt(spec, decoding, node_id, attempts)
+                    except Exception as raw:  # contained: an attempt failure, or re-raised if it ends the job
+                        raise attempt_failure(raw) from raw
+                except (InfrastructureError, ScorerError) as exc:
+                    last_error = exc
+                    slot.infra_attempt()
+                    if self.record_calls:
+                        await self.store.set_node_status(
+                            node_id, NodeStatus.FAILED, actor=Actor.RUNNER, reason=f"attempt {attempts}: {exc}",
+                            extra={"failure": {"kind": NodeFailureKind.INFRA_ERROR, "message": str(exc)[:2000],
+                                               "exception_type": type(exc).__name__, "attempt": attempts}})
+                    raise
         return outcome, attempts, last_error
 
     def _recover(self, spec: RolloutSpec, stored: dict[str, Any]) -> bool:

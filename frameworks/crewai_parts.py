@@ -56,7 +56,7 @@ class GatewayTool(BaseTool):
     """A dataset tool as a CrewAI tool, executed through the recording gateway on the job's event loop.
 
     CrewAI runs tools in threads of its own (not the anyio worker thread that runs `kickoff`), so the call reaches
-    the loop by its token rather than by `call_tool_blocking`. An error here is not handed to the model as
+    the loop by its token (`anyio.from_thread.run(..., token=)`). An error here is not handed to the model as
     CrewAI would do: it is kept and re-raised after the crew ends, so the attempt fails as what it is."""
 
     _gateway: Any = PrivateAttr()

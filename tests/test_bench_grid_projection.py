@@ -11,6 +11,9 @@ import sys
 from pathlib import Path
 
 from engine.sweep.projection import GPUS, gpu_seconds, throughput
+import pytest
+
+pytestmark = pytest.mark.slow  # long-running: left out of the fast loop (-m "not slow")
 
 ROOT = Path(__file__).resolve().parents[1]
 FIGURES = ("measured_calls_per_job", "jobs", "conditions_x_seeds", "model_calls_reference", "model_calls_sweep",

@@ -1,12 +1,14 @@
-"""The README's commands run as typed.
+"""The README's and the docs' commands run as typed, and what they say about the house is true.
 
-Every command of the README's ```bash blocks is taken from the README text and run here, in a scratch directory
+Every command of the ```bash blocks of README.md and docs/*.md is taken from their text and run here, in a scratch directory
 that stands for the checkout (its `examples/` is a link to the repository's, so `runs/` is not the repository's),
 against the simulated endpoint. Two things differ from a terminal, both stated where they happen: `python` is this
 interpreter (in an activated venv that is what `python` is), and `serve-sim`'s port 8000 becomes a free port (read
 back from its first stdout line) with the gateway's `--task-endpoint` pointed at it, since 8000 may be taken on a
 shared machine. Commands that cannot run here are listed in NOT_RUN_HERE with the reason;
 test_every_readme_command_is_run_here_or_says_why_not keeps that list and the runners below complete.
+The README's map, command table and reference list are checked against the tree (every directory, engine wing,
+command and docs page named; every relative link resolves).
 
 The set-up block (install, then this suite) is run by CI in a fresh venv (`.ci/run` reads both commands from the
 README) and by the opt-in tests/test_venv_setup.py (MPB_VENV_TEST=1).
@@ -27,10 +29,17 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
+DOCS = {path: path.read_text(encoding="utf-8") for path in sorted((ROOT / "docs").glob("*.md"))}
 
 # README commands that need what this machine has not, each with the reason
 NOT_RUN_HERE = {
     "--task-endpoint http://gpu0:8000/v1": "needs real vLLM servers on GPUs (gpu0, gpu1) serving Qwen/Qwen3.5-9B",
+    'python -m pytest -m "not slow"': "the suite's own fast loop: run from inside the suite it would recurse (the "
+                                      "full suite, which CI runs, holds every test it selects); "
+                                      "test_the_fast_loop_selects_the_unit_tests_and_leaves_out_the_slow_ones "
+                                      "collects what it selects",
+    "MPB_LIVE=1 python -m pytest tests/live": "needs llama-cpp-python and the SmolLM2-135M weights (opt-in; "
+                                              "tests/live/test_llama_cpp_endpoint.py says how to install them)",
 }
 # extras of pyproject.toml that the install line may leave out, each with the reason
 NOT_INSTALLED = {"apibank": "sentence-transformers pulls a torch of several GB; no README command needs it (the "
@@ -38,7 +47,8 @@ NOT_INSTALLED = {"apibank": "sentence-transformers pulls a torch of several GB; 
 
 
 def blocks() -> list[str]:
-    return re.findall(r"```bash\n(.*?)```", README, re.DOTALL)
+    """The ```bash blocks of the README (the set-up block first), then of each docs page."""
+    return [block for text in (README, *DOCS.values()) for block in re.findall(r"```bash\n(.*?)```", text, re.DOTALL)]
 
 
 def commands(text: str | None = None) -> list[str]:
@@ -52,7 +62,7 @@ def commands(text: str | None = None) -> list[str]:
 
 
 def setup_commands() -> list[str]:
-    return commands(blocks()[0])
+    return commands(re.findall(r"```bash\n(.*?)```", README, re.DOTALL)[0])
 
 
 def install_command() -> str:
@@ -138,6 +148,7 @@ def test_every_readme_command_is_run_here_or_says_why_not():
         assert callable(globals()[name])
 
 
+@pytest.mark.slow  # end to end, in subprocesses
 def test_readme_job_run_aggregate_and_card_commands(tmp_path):
     here = scratch(tmp_path)
     proc = run(typed(one("python -m engine job ")), here)
@@ -168,6 +179,7 @@ def test_readme_job_run_aggregate_and_card_commands(tmp_path):
     assert "<html" in (here / "runs" / "demo-view" / "index.html").read_text().lower()
 
 
+@pytest.mark.slow  # end to end, in subprocesses
 def test_readme_sweep_commands(tmp_path):
     here = scratch(tmp_path)
     plan = run(typed(one("python -m engine sweep plan ")), here)
@@ -183,6 +195,7 @@ def test_readme_sweep_commands(tmp_path):
     assert "finished" in status.stdout and "failed=0" in status.stdout, status.stdout
 
 
+@pytest.mark.slow  # end to end, in subprocesses
 def test_readme_sandbox_serve_sim_and_gateway_commands(tmp_path):
     here = scratch(tmp_path)
     check = run(typed(one("python -m engine sandbox check")), here)
@@ -218,3 +231,87 @@ def test_readme_sandbox_serve_sim_and_gateway_commands(tmp_path):
     finally:
         server.terminate()
         server.communicate(timeout=30)  # reaps it and closes both pipes
+
+
+# ------------------------------------------------------------------ what the README says about the house is true
+
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+NOT_IN_THE_MAP = {"runs", "build", "dist"}  # job outputs and build products (git-ignored)
+
+
+def section(title: str) -> str:
+    """The README's `## title` section, up to the next `## ` heading."""
+    match = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## |\Z)", README, re.M | re.S)
+    assert match, f"README has no '## {title}' section"
+    return match.group(1)
+
+
+def anchors(text: str) -> set[str]:
+    """GitHub's heading anchors: lower case, punctuation dropped, spaces as hyphens."""
+    return {re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+            for heading in re.findall(r"^#{1,6} (.+)$", text, re.M)}
+
+
+def test_the_map_names_every_top_level_directory_and_every_engine_wing():
+    the_map = section("The map")
+    tops = sorted(p.name for p in ROOT.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))
+                  and p.name not in NOT_IN_THE_MAP and not p.name.endswith(".egg-info"))
+    wings = sorted(p.parent.name for p in (ROOT / "engine").glob("*/__init__.py"))
+    assert {"core", "engine", "tests", "docs"} <= set(tops) and {"gateway", "sweep", "job"} <= set(wings)
+    missing = [f"{top}/" for top in tops if f"`{top}/`" not in the_map]
+    missing += [f"engine/{wing}/" for wing in wings if f"`engine/{wing}/`" not in the_map]
+    assert missing == [], f"README's map does not name {missing}"
+
+
+def test_the_architecture_page_names_every_engine_module_and_wing():
+    page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    modules = sorted(p.name for p in (ROOT / "engine").glob("*.py") if p.name not in ("__init__.py", "__main__.py"))
+    wings = sorted(p.parent.name for p in (ROOT / "engine").glob("*/__init__.py"))
+    missing = [m for m in modules if f"`{m}`" not in page and f"`engine/{m}`" not in page]
+    missing += [f"engine/{w}/" for w in wings if f"`engine/{w}/`" not in page]
+    assert missing == [], f"docs/architecture.md does not name {missing}"
+
+
+def test_the_command_table_has_one_line_per_command():
+    from engine.cli.main import COMMANDS
+
+    rows = re.findall(r"^\| `python -m engine ([a-z-]+)` \|", section("Commands"), re.M)
+    assert sorted(rows) == sorted(COMMANDS)
+
+
+def test_every_docs_page_is_linked_from_the_readme_and_every_link_resolves():
+    broken = []
+    for path, text in [(ROOT / "README.md", README), *DOCS.items()]:
+        for target in LINK.findall(text):
+            if "://" in target:
+                continue
+            name, _, anchor = target.partition("#")
+            dest = (path.parent / name).resolve() if name else path
+            if not dest.exists():
+                broken.append(f"{path.name}: {target} (no such file)")
+            elif anchor and anchor not in anchors(dest.read_text(encoding="utf-8")):
+                broken.append(f"{path.name}: {target} (no such heading)")
+    assert broken == []
+    linked = {(ROOT / target.partition("#")[0]).resolve() for target in LINK.findall(section("Reference"))}
+    assert sorted(p.name for p in DOCS if p.resolve() not in linked) == []
+
+
+def test_the_fast_loop_uses_the_declared_slow_marker():
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["markers"]
+    assert any(m.startswith("slow:") for m in declared)
+    assert 'python -m pytest -m "not slow"' in commands(re.findall(r"```bash\n(.*?)```", section("Tests"),
+                                                                   re.DOTALL)[0])
+
+
+@pytest.mark.slow
+def test_the_fast_loop_selects_the_unit_tests_and_leaves_out_the_slow_ones():
+    proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", "not slow", "tests"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    selected = [line for line in proc.stdout.splitlines() if "::" in line]
+    counts = re.search(r"(\d+)/(\d+) tests collected \((\d+) deselected\)", proc.stdout)
+    assert counts, proc.stdout[-500:]
+    assert int(counts.group(3)) > 0 and len(selected) == int(counts.group(1))  # some are slow, the rest run
+    for package in ("core", "optimizers", "topologies", "benchmarks", "engine"):
+        assert any(line.startswith(f"tests/{package}/") for line in selected), package
+    assert not any(line.startswith("tests/test_readme.py::test_readme_") for line in selected)  # end to end: slow

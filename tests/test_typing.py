@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # long-running: left out of the fast loop (-m "not slow")
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -134,11 +134,3 @@ class ApiBankBenchmark(DatasetBenchmark):
 
 
 BENCHMARK = ApiBankBenchmark()
-
-
-def tools_for(row: Row) -> list[dict[str, Any]]:
-    return []
-
-
-async def call_tool(row: Row, name: str, arguments: dict[str, Any]) -> str:
-    return await BENCHMARK.call_tool(row, name, arguments)

@@ -81,11 +81,3 @@ class GpqaBenchmark(DatasetBenchmark):
 
 
 BENCHMARK = GpqaBenchmark()
-
-
-def tools_for(row: Row) -> list[dict[str, Any]]:
-    return BENCHMARK.native_tools(row)
-
-
-async def call_tool(row: Row, name: str, arguments: dict[str, Any]) -> str:
-    return await BENCHMARK.call_tool(row, name, arguments)

@@ -114,11 +114,3 @@ class MathBenchmark(DatasetBenchmark):
 
 
 BENCHMARK = MathBenchmark()
-
-
-def tools_for(row: Row) -> list[dict[str, Any]]:
-    return BENCHMARK.native_tools(row)
-
-
-async def call_tool(row: Row, name: str, arguments: dict[str, Any]) -> str:
-    return await BENCHMARK.call_tool(row, name, arguments)

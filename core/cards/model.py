@@ -23,15 +23,10 @@ SEQUENCE_SCOPE: dict[str, str | None] = {"events": "task_execution_id", "nodes":
 REGISTRY_FILE = "reporting_rules.json"
 RELEASE_CLASSES = ("full_trace", "redacted_trace", "gated_trace", "derived_view", "metadata_only")
 REASON_CODES = ("pii", "license", "size", "source_policy", "unavailable_in_source", "safety")
-NODE_STATUSES = ("pending", "ready", "running", "completed", "failed", "cancelled", "blocked", "skipped")
-EDGE_STATUSES = ("pending", "satisfied", "invalidated")
-TERMINAL_NODE_STATUSES = ("completed", "failed", "cancelled", "skipped")
-LOSS_DECLARATIONS = ("observed", "author_declared", "source_missing", "source_malformed")
 REDACTED_KEY = "$redacted"
 REDACTED_TOKEN = "[redacted"  # in-string form: "[redacted]" (credentials) or "[redacted:<reason_code>]" (followed)
 PAYLOAD_REF_KEY = "payload_sha256"  # annotation.set mutations reference their annotation's payload by hash
 BUNDLES_FILE = "bundles.jsonl"
-RUN_STATUSES = ("pending", "running", "evaluating", "completed", "failed", "cancelled")
 
 
 def _timestamp(value: str | None) -> str | None:

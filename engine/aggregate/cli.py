@@ -14,32 +14,19 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 from core.statistics import MIN_BOOTSTRAP_REPLICATES
 from engine.aggregate.discovery import find_results, load_results
 from engine.aggregate.plots import PlotUnavailable, load_pyplot, write_plots
 from engine.aggregate.summary import FAMILIES, aggregate
 from engine.aggregate.tables import format_table
-from engine.cli.args import check_out_directory, check_out_file
+from engine.cli.args import ParseError, StrictParser, check_out_directory, check_out_file
 from engine.log import get_logger
 
 log = get_logger("engine.aggregate")
 
 PROG = "python -m engine aggregate"
-
-
-class _UsageError(Exception):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs["allow_abbrev"] = False  # `--boot 5` is an error, not `--bootstrap 5`
-        super().__init__(*args, **kwargs)
-
-    def error(self, message: str) -> NoReturn:  # one line on stderr, exit 2 (argparse prints usage + message)
-        raise _UsageError(message)
 
 
 def _replicates(text: str) -> int:
@@ -52,7 +39,7 @@ def _replicates(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = StrictParser(  # `--boot 5` is an error, not `--bootstrap 5`
         prog=PROG,
         description="Paired seed-0/1/2 summary of mas-promptbench-v1 job results (protocol 5.8): per cell the "
         "per-seed means and deltas, mean and sample std of delta_pp, the seed-stratified paired bootstrap CI, "
@@ -97,8 +84,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
-    except _UsageError as exc:
-        _err(f"error: {exc}")
+    except ParseError as exc:  # one line on stderr, exit 2 (argparse would print usage + message)
+        _err(f"error: {exc.message}")
         return 2
     except SystemExit as exc:  # --help
         return int(exc.code or 0)

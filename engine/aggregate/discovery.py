@@ -19,9 +19,8 @@ from pydantic import ValidationError
 
 from core.artifacts import GridCell, ResultHeldOut
 from core.artifacts import JobResult as ResultArtifact
+from core.protocol import PROTOCOL_ID
 
-JOB_RESULT_SCHEMA = "mas-promptbench-job-result/v1"
-PROTOCOL_ID = "mas-promptbench-v1"
 GRID_FIELDS = ("method", "task", "topology", "framework", "communication", "team_size", "task_model")
 LEARNING_CURVE = Path("optimization") / "learning_curve.jsonl"
 

@@ -11,6 +11,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from core.protocol import PROTOCOL_ID
 from core.statistics import (
     discordant_pairs,
     exact_mcnemar_p,
@@ -19,7 +20,7 @@ from core.statistics import (
     paired_bootstrap_ci,
     sample_std,
 )
-from engine.aggregate.discovery import GRID_FIELDS, PROTOCOL_ID, GridKey, JobResult, Skipped
+from engine.aggregate.discovery import GRID_FIELDS, GridKey, JobResult, Skipped
 
 SUMMARY_SCHEMA = "mas-promptbench-summary/v1"
 OPTIMIZER_SEEDS = (0, 1, 2)

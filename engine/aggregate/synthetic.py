@@ -25,6 +25,7 @@ from core.artifacts import (
 )
 from core.grid import grid_configurations, registry_key
 from core.models import Cell
+from core.protocol import PROTOCOL_ID
 
 GRID_FIELDS = ("method", "task", "topology", "framework", "communication", "team_size", "task_model")
 
@@ -78,7 +79,7 @@ def synthetic_result(
     fields = {k: grid[k] for k in ("task", "topology", "framework", "communication", "team_size", "task_model")}
     cell = CellFields(**fields)
     result = JobResult(
-        schema="mas-promptbench-job-result/v1", status="completed", protocol_id="mas-promptbench-v1",
+        schema="mas-promptbench-job-result/v1", status="completed", protocol_id=PROTOCOL_ID,
         protocol_conformant=conformant, cell=cell, cell_id=f"synthetic-{rng.getrandbits(48):012x}",
         method=grid["method"], optimizer_seed=seed, grid_cell=GridCell(**grid),
         registry_key=registry or registry_key(Cell(**fields)),

@@ -20,7 +20,6 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
 
 from core.cards.model import RELEASE_CLASSES
 from core.cards.problems import errors
@@ -33,7 +32,7 @@ from engine.cards.parquet import export_parquet, import_parquet
 from engine.cards.schema import write_schemas
 from engine.cards.validate import validate_bundle, validate_path
 from engine.cards.view import write_view
-from engine.cli.args import check_path_names
+from engine.cli.args import ParseError, StrictParser, check_path_names
 from engine.store.check import check_store_file
 from engine.log import get_logger
 
@@ -42,22 +41,9 @@ log = get_logger("engine.cards")
 PROG = "python -m engine card"
 
 
-class _UsageError(Exception):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs["allow_abbrev"] = False  # also for the subcommands (parser_class)
-        super().__init__(*args, **kwargs)
-
-    def error(self, message: str) -> NoReturn:
-        raise _UsageError(f"{self.prog}: error: {message}")
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog=PROG, description="Export, validate, re-score, convert and view rollout cards (format 1.x).")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    parser = StrictParser(prog=PROG, description="Export, validate, re-score, convert and view rollout cards (format 1.x).")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=StrictParser)  # no abbreviations in the subcommands either
     sub.required = True
     ex = sub.add_parser("export", help="write the rollout-card bundle of a job directory",
                         description="Write RUN_DIR/card.sqlite (+ job.json, result.json) as a rollout-card bundle: "
@@ -109,8 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
-    except _UsageError as exc:
-        log.error(str(exc))
+    except ParseError as exc:
+        log.error(f"{exc.prog}: error: {exc.message}")
         return 2
     try:
         return _COMMANDS[args.command](args)

@@ -24,15 +24,24 @@ _INT = re.compile(r"-?[0-9]+")
 _FLOAT = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
 
 
+class ParseError(UsageError):
+    """argparse refused the command line: `PROG: MESSAGE`, with both kept for a command that words its own line."""
+
+    def __init__(self, prog: str, message: str) -> None:
+        super().__init__(f"{prog}: {message}")
+        self.prog, self.message = prog, message
+
+
 class StrictParser(argparse.ArgumentParser):
-    """argparse without abbreviations whose errors are one-line `UsageError`s."""
+    """The one parser of every command (and subcommand: pass it as `parser_class`): argparse without
+    abbreviations whose errors are one-line `ParseError`s (a `UsageError`: exit 2)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs["allow_abbrev"] = False
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{self.prog}: {message}")
+        raise ParseError(self.prog, message)
 
 
 def parse_ascii_int(text: str, what: str) -> int:

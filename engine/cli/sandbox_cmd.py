@@ -12,19 +12,15 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 from core.errors import UsageError
+from engine.cli.args import StrictParser
 from engine.log import get_logger
 
 log = get_logger("engine.cli")
 
 HEAD_CHARS = 2_000
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:  # one line, exit 2
-        raise UsageError(f"{self.prog}: {message}")
 
 
 def _limits(name: str | None) -> Any:
@@ -94,9 +90,9 @@ def run_main(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str]) -> int:
-    p = _Parser(prog="python -m engine sandbox", description=__doc__,
+    p = StrictParser(prog="python -m engine sandbox", description=__doc__,
                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = p.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    sub = p.add_subparsers(dest="action", required=True, parser_class=StrictParser)
     sub.add_parser("check", help="which isolation is available on this machine, and why")
     run = sub.add_parser("run", help="run a program exactly as the benchmarks do; one JSON line")
     run.add_argument("program", metavar="PROGRAM.py")

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
-import anyio.from_thread
 
 from core.errors import InfrastructureError
 from core.framework import AgentLink, GatewayCall, ReadsFn
@@ -140,11 +139,6 @@ class RolloutSession:
         except InfrastructureError as exc:
             self.fail(exc)
             raise
-
-    def call_tool_blocking(self, role: str, member: int, name: str, arguments: Any,
-                           call_id: str | None = None) -> str:
-        """`call_tool` from a framework's worker thread (one started by anyio.to_thread.run_sync)."""
-        return anyio.from_thread.run(self.call_tool, role, member, name, arguments, call_id)
 
     def close(self) -> None:
         for token in self._agents:

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from core.canonical import content_hash
 from core.errors import ArtifactError
-from core.models import PromptBundle, RolloutRecord, Row
+from core.models import PromptBundle, RolloutRecord, RolloutStatus, Row
 from core.protocol import EVALUATION_DECODING, Decoding, evaluation_identity
 from core.seeds import paired_evaluation_seed
 from engine.job.artifacts import read_sealed, write_sealed
@@ -52,10 +52,10 @@ def failure_counts(records: tuple[RolloutRecord, ...] | list[RolloutRecord]) -> 
     return {
         "n": len(records),
         "usable": sum(1 for r in records if r.usable),
-        "success": sum(1 for r in records if r.status.value == "success" and not r.budget_exhausted),
-        "semantic_failures": sum(1 for r in records if r.status.value == "semantic_failure"
+        "success": sum(1 for r in records if r.status == RolloutStatus.SUCCESS and not r.budget_exhausted),
+        "semantic_failures": sum(1 for r in records if r.status == RolloutStatus.SEMANTIC_FAILURE
                                  and not r.budget_exhausted),
-        "infrastructure_failures": sum(1 for r in records if r.status.value == "infrastructure_failure"),
+        "infrastructure_failures": sum(1 for r in records if r.status == RolloutStatus.INFRASTRUCTURE_FAILURE),
         "budget_exhausted": sum(1 for r in records if r.budget_exhausted),
         "skipped": 0,
     }

@@ -8,7 +8,7 @@ from typing import Any
 
 from core.errors import ContractError, InfrastructureInvalidError
 from core.ledger import BudgetLedger, LedgerSnapshot
-from core.models import PromptBundle, RolloutRecord, Row
+from core.models import PromptBundle, RolloutRecord, RolloutStatus, Row
 from core.optimizer import CurvePoint
 from core.protocol import OPTIMIZATION_DECODING, REPETITION_PENALTY, Decoding
 from core.seeds import request_seed
@@ -125,7 +125,7 @@ class LedgerRunner:
             if rec.charged:
                 self.charged_artifacts.append({"record": next(after), "budget_after": budget})
             self.records.append((rec.without_outputs(), budget))
-            if rec.status.value == "infrastructure_failure":
+            if rec.status == RolloutStatus.INFRASTRUCTURE_FAILURE:
                 self._infra_run += 1
             elif not rec.budget_exhausted:
                 self._infra_run = 0

@@ -4,7 +4,6 @@ selection.json), paired per example; test.json is sealed and result.json, what a
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
 
 from core.artifacts import (
     ArmCounts,
@@ -24,8 +23,6 @@ from core.errors import ArtifactError
 from core.models import PromptBundle
 from core.protocol import PROTOCOL_ID
 
-RESULT_PROTOCOL: Literal["mas-promptbench-v1"] = "mas-promptbench-v1"
-assert RESULT_PROTOCOL == PROTOCOL_ID, "core.artifacts.JobResult names the protocol this engine implements"
 from engine.job.artifacts import Sealed, read_json, write_artifact, write_json_atomic
 from engine.job.context import JobContext
 from core.models import rollout_usage_totals as usage_totals
@@ -72,7 +69,7 @@ def job_result(ctx: JobContext, optimization: Optimization, selection: Selection
     """result.json: the job's identity, the phases' outcomes and the paired test scores."""
     ident = ctx.identity
     return JobResult(
-        schema="mas-promptbench-job-result/v1", status="completed", protocol_id=RESULT_PROTOCOL,
+        schema="mas-promptbench-job-result/v1", status="completed", protocol_id=PROTOCOL_ID,
         protocol_conformant=ident.protocol_conformant, nonconformance_reasons=ident.nonconformance_reasons,
         cell=ident.cell, cell_id=ident.cell_id, method=ctx.cfg.method, optimizer_seed=ctx.cfg.seed,
         grid_cell=GridCell(method=ctx.cfg.method, **ident.cell.to_json()), registry_key=ident.registry_key,

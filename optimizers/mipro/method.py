@@ -23,7 +23,7 @@ from typing import Any
 import anyio
 
 from core.errors import ContractError, InfrastructureError, InfrastructureInvalidError
-from core.models import PromptBundle, Row
+from core.models import PromptBundle, RolloutStatus, Row
 from core.optimizer import CurvePoint, OptimizerResult, OptimizerRunner, ReflectionModel
 from core.seeds import method_rng_seed
 from core.vocabulary import StopReason
@@ -118,7 +118,7 @@ class _Search:
                 if rec.budget_exhausted:
                     raise _Spent()
                 self.bootstrap_attempted += 1
-                if rec.status.value == "success" and rec.final_output is not None:
+                if rec.status == RolloutStatus.SUCCESS and rec.final_output is not None:
                     self.demos.append({"inputs": task_text(row), "output": rec.final_output.text or "",
                                        **({"tool_calls": list(rec.final_output.tool_calls)}
                                           if rec.final_output.tool_calls else {})})

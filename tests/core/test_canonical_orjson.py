@@ -74,12 +74,14 @@ values = st.recursive(leaves, lambda inner: st.lists(inner, max_size=5) | st.tup
                       | st.dictionaries(keys, inner, max_size=5), max_leaves=30)
 
 
+@pytest.mark.slow
 @settings(max_examples=600, deadline=None)
 @given(values)
 def test_generated_values_encode_as_the_reference(value: Any) -> None:
     same(value)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.dictionaries(st.text(st.characters(codec="utf-8"), max_size=6), st.integers(), max_size=12))
 def test_keys_sort_in_code_point_order(value: dict[str, int]) -> None:

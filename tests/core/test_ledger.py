@@ -67,6 +67,7 @@ def test_budget_must_be_positive():
 slot_outcome = st.tuples(st.integers(min_value=0, max_value=3), st.sampled_from([S, SEM]))
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(budget=st.integers(min_value=1, max_value=60),
        batches=st.lists(st.lists(slot_outcome, min_size=0, max_size=12), min_size=1, max_size=15),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
+import pytest
 
 from core.scrub import REDACTED, cap, is_secret_name, scrub, scrub_capped, secret_values
 
@@ -52,6 +53,7 @@ def test_cap_counts_what_was_cut_and_scrub_happens_before_the_cut():
     assert "kkkkk" not in out and out.startswith("x" * 9 + "=" + REDACTED[:10])
 
 
+@pytest.mark.slow
 @given(st.text(), st.sampled_from(sorted(secret_values(ENV))), st.text())
 def test_a_secret_value_never_survives_whatever_surrounds_it(before, secret, after):
     assert secret not in scrub(before + secret + after, secret_values(ENV))

@@ -1,5 +1,6 @@
 from hypothesis import given
 from hypothesis import strategies as st
+import pytest
 
 from core.canonical import canonical_json, content_hash, seal, verify_seal
 from core.models import PromptBundle, RolloutRecord, RolloutStatus
@@ -53,6 +54,7 @@ json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.text()
                            max_leaves=20)
 
 
+@pytest.mark.slow
 @given(st.dictionaries(st.text(max_size=8), json_values, max_size=6))
 def test_canonical_hash_is_stable_under_key_order(d):
     reordered = dict(reversed(list(d.items())))

@@ -61,6 +61,7 @@ def test_bootstrap_fast_path_equals_reference_loop_bit_for_bit(n):
     assert independent_bootstrap(strata, 1000) == reference
 
 
+@pytest.mark.slow
 def test_bootstrap_default_10000_replicates_matches_reference_and_independent_loop():
     strata = binary_strata(random.Random(42), 100)
     fast = paired_bootstrap_ci(strata)
@@ -158,6 +159,7 @@ def test_holm_hand_computed_cases():
         holm_adjust({"bad": 1.5})
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.floats(0.0, 1.0, allow_nan=False), min_size=1, max_size=30))
 def test_holm_matches_statsmodels(pvalues):

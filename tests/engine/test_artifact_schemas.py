@@ -71,6 +71,7 @@ def test_committed_schemas_are_exported_from_the_models():
         assert schema["additionalProperties"] is False and ("sha256" in schema["required"]) == (name in SEALED)
 
 
+@pytest.mark.slow
 def test_every_artifact_of_a_cli_team_job_matches_its_schema(tmp_path):
     """A real `python -m engine job` (a 4-agent sequential team on BFCL, the built-in simulated endpoint)."""
     out = tmp_path / "job"
@@ -82,6 +83,7 @@ def test_every_artifact_of_a_cli_team_job_matches_its_schema(tmp_path):
     assert json.loads((out / "job.json").read_text())["cell"]["team_size"] == 4
 
 
+@pytest.mark.slow
 def test_every_artifact_of_a_reflecting_job_matches_its_schema(tmp_path):
     """gepa: a different incumbent (four evaluations), reflection usage in optimization.json and result.json."""
     bench = FakeBench(n_train=12, n_validation=20, n_test=30)
@@ -95,6 +97,7 @@ def test_every_artifact_of_a_reflecting_job_matches_its_schema(tmp_path):
     assert result["selection"]["selected_candidate"] == "incumbent"
 
 
+@pytest.mark.slow
 def test_synthetic_results_are_generated_through_the_result_model():
     rng = random.Random(5)
     results = validator("result")
@@ -105,6 +108,7 @@ def test_synthetic_results_are_generated_through_the_result_model():
             canonical_json(data)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("change", "field"), [
     (lambda d: d.update(unexpected=1), "unexpected"),
     (lambda d: d.update(schema="mas-promptbench-optimization/v2"), "schema"),
@@ -147,6 +151,7 @@ def test_a_job_json_of_another_schema_version_is_refused(tmp_path):
         server.stop()
 
 
+@pytest.mark.slow
 def test_card_export_validates_the_job_artifacts_it_carries(tmp_path):
     """The exporter reads job.json and result.json through their models: a result.json with a field no model
     declares is refused naming it, before any card file is written."""

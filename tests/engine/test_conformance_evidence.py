@@ -58,6 +58,7 @@ def card_job_note(out: Path) -> dict:
     return json.loads(payload)
 
 
+@pytest.mark.slow
 def test_serve_sim_as_a_task_endpoint_is_recorded_and_not_conformant(tmp_path: Path):
     out = tmp_path / "runs" / "job"
     with serve_sim() as url:
@@ -81,6 +82,7 @@ def test_serve_sim_as_a_task_endpoint_is_recorded_and_not_conformant(tmp_path: P
     assert kept.returncode == 0, kept.stderr
 
 
+@pytest.mark.slow
 def test_a_job_recorded_conformant_resumed_against_a_simulated_endpoint_is_refused(tmp_path: Path):
     """job.json as an older engine wrote it (no endpoint_reports, no evidence reason, conformant): resumable
     against what it started with, refused against an endpoint that reports itself simulated."""

@@ -26,6 +26,7 @@ def engine(*args: str) -> subprocess.CompletedProcess[str]:
                           timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
+@pytest.mark.slow
 def test_phases_one_at_a_time_equal_one_full_run(tmp_path):
     server = start_sim(bench())
     try:
@@ -57,12 +58,14 @@ def test_a_phase_without_its_input_is_refused_before_anything_is_written(tmp_pat
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_cli_phase_choices_are_checked():
     proc = engine("job", "--cell", "task=bfcl,topology=single", "--method", "identity", "--out", "x",
                   "--phase", "deploy")
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and "--phase" in proc.stderr
 
 
+@pytest.mark.slow
 def test_off_grid_cell_is_refused_without_the_flag(tmp_path):
     out = tmp_path / "job"
     proc = engine("job", "--cell", "task=gpqa,topology=independent,model=llama", "--method", "gepa", "--out",

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from structlog.testing import capture_logs
 
 from core.ledger import BudgetLedger
@@ -75,6 +76,7 @@ def test_quiet_prints_nothing():
     assert events == []
 
 
+@pytest.mark.slow
 def test_an_identity_job_is_never_silent(tmp_path):
     """The brief's case: an identity job charges nothing, yet its validation and test evaluations send requests."""
     proc = subprocess.run([sys.executable, "-m", "engine", "--log-format", "json", "job", "--cell",

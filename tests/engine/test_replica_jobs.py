@@ -57,6 +57,7 @@ def row_seeds(out: Path, evaluation_id: str) -> dict[str, int]:
     return {r["example_id"]: r["request_seed"] for r in read(out, f"evaluations/{evaluation_id}.json")["records"]}
 
 
+@pytest.mark.slow
 def test_paired_seeds_hold_with_replica_seeds_and_the_seed_bundle_rerun_reproduces_the_baseline(tmp_path):
     fake = gpqa_fake()
     server = start_sim(fake)

@@ -18,6 +18,8 @@ from tests.conftest import start_sim
 from tests.engine.jobutil import comparable, stored_sim_keys
 from tests.fakebench import FakeBench
 
+pytestmark = pytest.mark.slow  # long-running: left out of the fast loop (-m "not slow")
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -103,6 +103,7 @@ def test_three_failed_attempts_give_an_uncharged_infrastructure_failure(tmp_path
     assert snap.violations() == []
 
 
+@pytest.mark.slow
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(budget=st.integers(1, 30), sizes=st.lists(st.integers(0, 12), min_size=1, max_size=4),
        rate=st.sampled_from([0.0, 0.2, 0.5]), kind=st.sampled_from([k for k in FAULT_KINDS if k != "slow"]),

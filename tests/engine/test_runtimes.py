@@ -91,6 +91,7 @@ def test_bad_registry_keys_are_refused(text):
         parse_cell(text)
 
 
+@pytest.mark.slow
 def test_cli_framework_conflict_is_one_line_exit_2(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "engine", "job", "--cell", "task=bfcl,topology=sequential_crewai",
                            "--framework", "autogen", "--method", "identity", "--out", str(tmp_path / "o")],

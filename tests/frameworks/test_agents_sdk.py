@@ -33,6 +33,8 @@ from tests.frameworks.crew_job import (REGISTERED, Call, assert_seeds_and_decodi
                                       replayed_turns, run)
 from tests.optimizers.test_resume import artifacts
 
+pytestmark = pytest.mark.slow  # long-running: left out of the fast loop (-m "not slow")
+
 ROOT = Path(__file__).resolve().parents[2]
 CELL = "task={task},topology=decentralized,framework=openai_agents,team_size=4"
 ASKED = {"temperature": 1.3, "top_p": 0.5, "max_tokens": 77}  # what "the user's agents" set as model settings

@@ -79,6 +79,7 @@ def assert_rollouts_are_autogen_runs(job: Path, task: str) -> None:
         assert "TERMINATE" not in (record["final_output"]["text"] or "")
 
 
+@pytest.mark.slow
 def test_bfcl_identity_job_card_edges_seeds_and_decoding(tmp_path: Path) -> None:
     server = SimServer(build_policy(["bfcl"]))
     server.start()
@@ -98,6 +99,7 @@ def test_bfcl_identity_job_card_edges_seeds_and_decoding(tmp_path: Path) -> None
     assert_rollouts_are_autogen_runs(job, "bfcl")
 
 
+@pytest.mark.slow
 def test_gepa_job_on_autogen_closes_its_ledger(tmp_path: Path) -> None:
     server = start_sim(small_bench())
     try:
@@ -136,6 +138,7 @@ def _parity_setup(task: str) -> tuple[Benchmark, SimServer, str]:
     return bench, server, "simulated-policy"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task", ["gpqa", "gpqa+tools", "gpqa+3 delegations", "bfcl"])
 def test_same_rollouts_as_native_apart_from_the_selector(tmp_path: Path, task: str) -> None:
     """Same rollout seeds through the Runner: the AutoGen run calls the same roles in the same read structure
@@ -211,6 +214,7 @@ def test_report_round_datasets_run_the_native_report_round(tmp_path: Path) -> No
         (w.name, w.name) for w in team.workers if w.tools}
 
 
+@pytest.mark.slow
 def test_attempt_deadline_cancels_the_group_chat_and_leaves_nothing_running(tmp_path: Path) -> None:
     """A rollout attempt past its deadline is cancelled inside AutoGen's group chat: the attempt ends as a timeout
     (an infrastructure failure, retried), no AutoGen task outlives it and nothing is sent afterwards."""
@@ -229,6 +233,7 @@ def test_attempt_deadline_cancels_the_group_chat_and_leaves_nothing_running(tmp_
     assert alive == []
 
 
+@pytest.mark.slow
 def test_faults_at_20_percent_through_the_gateway(tmp_path: Path) -> None:
     """Every fault kind of the simulated endpoint, 20% of requests in all (a `slow` answer outlasts the 0.5 s read
     timeout): the job completes, its ledger closed and its card consistent."""
@@ -254,6 +259,7 @@ def job_cmd(out: Path, url: str) -> list[str]:
     return [sys.executable, "-m", "tests.frameworks.auto_job", str(out), url, "gepa", str(RESUME_BUDGET)]
 
 
+@pytest.mark.slow
 def test_kill9_mid_optimization_then_rerun_equals_uninterrupted(tmp_path: Path) -> None:
     """kill -9 inside the optimize phase, re-run: the same artifacts as an uninterrupted run, and no model call
     recorded before the kill (agents' and selector's through the gateway, reflection) is sent again."""
@@ -297,6 +303,7 @@ def test_kill9_mid_optimization_then_rerun_equals_uninterrupted(tmp_path: Path) 
     assert not any("replay_mismatch" in c for c in replays)  # AutoGen re-sent exactly what it had sent
 
 
+@pytest.mark.slow
 def test_each_answer_through_autogen_is_recorded_once_and_never_requested_again(tmp_path: Path) -> None:
     """tests/engine/faults/test_answered_once, on the AutoGen runtime."""
     server = start_sim(small_bench(), faults=IMMEDIATE_FAULTS)

@@ -32,6 +32,8 @@ from tests.frameworks.crew_job import (REGISTERED, Call, assert_seeds_and_decodi
 from tests.optimizers.test_resume import artifacts
 from topologies.teams import team_spec
 
+pytestmark = pytest.mark.slow  # long-running: left out of the fast loop (-m "not slow")
+
 ROOT = Path(__file__).resolve().parents[2]
 CELL = "task={task},topology=sequential,framework=crewai,team_size=4"
 ASKED = {"temperature": 1.3, "top_p": 0.5, "max_tokens": 77, "seed": 5}  # what "the user's crew" sets on its LLM

@@ -16,6 +16,8 @@ from engine.sim.build import build_policy
 from engine.sim.faults import FaultPlan
 from engine.sim.server import SimServer
 
+pytestmark = pytest.mark.slow  # long-running: left out of the fast loop (-m "not slow")
+
 ROOT = Path(__file__).resolve().parents[2]
 FAULTS = FaultPlan(rates={"http_500": 0.1, "reset": 0.05, "malformed_json": 0.05}, seed=3)
 PUBLISH = "Error processing publish message"

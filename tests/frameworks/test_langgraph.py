@@ -126,6 +126,7 @@ def compare(bench: Benchmark, rows: list, url: str, native: Topology, lg: Topolo
     return ndb, ldb
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("topology", TOPOLOGIES)
 def test_same_roles_structure_and_seeds_as_native(dataset, tmp_path, topology):
     bench, rows, url = dataset
@@ -152,6 +153,7 @@ def bfcl_rows():
         server.stop()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("topology", TOPOLOGIES[1:])
 @pytest.mark.parametrize("communication,n", [("semi_structured", 4), ("structured_soft", 4), ("freeform", 2),
                                              ("freeform", 8)])
@@ -172,6 +174,7 @@ def test_format_and_team_size_variants_match_native(bfcl_rows, tmp_path, topolog
         native.roles(bench.name, n)))
 
 
+@pytest.mark.slow
 def test_report_round_centralized_matches_native(tmp_path):
     """A team spec in mode report_round (ToolHop's): each worker once, then the manager reads every report."""
     bench = fake("toolhop")
@@ -235,6 +238,7 @@ def assert_card_calls(db: Path, topology: str) -> None:
         assert not set(c["framework_params"]) & {"temperature", "top_p", "max_tokens", "seed"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("topology", TOPOLOGIES)
 def test_job_identity_and_gepa_on_bfcl(bfcl_sim, tmp_path, topology):
     for method in ("identity", "gepa"):
@@ -277,6 +281,7 @@ def run_subprocess(out: Path, url: str, topology: str) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("topology", TOPOLOGIES)
 def test_kill9_mid_optimize_then_rerun_equals_uninterrupted(tmp_path, topology):
     reference = SimServer(build_policy(["bfcl"]))
@@ -333,6 +338,7 @@ def assert_store_consistent(job: Path) -> None:
     assert run_status == [("completed",)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("topology", TOPOLOGIES)
 def test_faults_at_20_percent_through_the_gateway(tmp_path, topology):
     plan = FaultPlan(rates={kind: 0.2 / len(FAULT_KINDS) for kind in FAULT_KINDS}, seed=17, slow_s=1.5)
@@ -360,6 +366,7 @@ def test_faults_at_20_percent_through_the_gateway(tmp_path, topology):
     assert failed_calls > 0 and any(r["attempts"] > 1 for r in records)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("topology", TOPOLOGIES)
 def test_step_limits_match_native(tmp_path, monkeypatch, topology):
     """Agents that call a tool on every reply run into their step limits exactly where native agents do: the same
@@ -390,6 +397,7 @@ def test_step_limits_match_native(tmp_path, monkeypatch, topology):
     assert any(tools.values())
 
 
+@pytest.mark.slow
 def test_centralized_turn_cap_matches_native(bfcl_rows, tmp_path):
     """A manager that never says TERMINATE: the turn cap (BFCL's, every agent call counted) ends the rollout at the
     same call as native, including a delegation chosen on the last turn, which is not run."""
@@ -426,6 +434,7 @@ def test_single_answer_request_matches_native(tmp_path):
     assert lg_cards.role_edges(ldb) == {("solver", "solver")}
 
 
+@pytest.mark.slow
 def test_independent_wall_clock_cap_makes_a_late_replica_abstain(tmp_path):
     """A replica past the per-row wall-clock cap is cancelled inside LangGraph (its HTTP request abandoned) and
     abstains; the attempt itself is fine and the vote runs over the others, as natively."""
@@ -448,6 +457,7 @@ def test_independent_wall_clock_cap_makes_a_late_replica_abstain(tmp_path):
     assert meta["vote"]["selected_member"] not in meta["timed_out_members"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("topology", TOPOLOGIES)
 def test_each_answer_through_the_gateway_is_recorded_once_and_never_requested_again(tmp_path, topology):
     """A failed call must not take its team's in-flight calls down with it (tests/engine/faults/test_answered_once)."""

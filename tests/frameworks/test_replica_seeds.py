@@ -52,6 +52,7 @@ def _run(calling_math, tmp_path: Path, topology: str, runtime: str, n: int):
     return batch, records, wire, lg_cards.model_calls(tmp_path / f"{runtime}.sqlite")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("runtime", ["native", "langgraph"])
 @pytest.mark.parametrize("n", [2, 4, 8, 10])
 def test_replica_i_sends_rollout_seed_plus_i_on_every_request(calling_math, tmp_path, runtime, n):

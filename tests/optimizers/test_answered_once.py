@@ -27,6 +27,8 @@ from tests.optimizers.test_jobs import check_closed_ledger
 from tests.optimizers.hotpotqa_layout import write_hotpotqa_layout
 from tests.optimizers.optjob import read
 
+pytestmark = pytest.mark.slow  # long-running: left out of the fast loop (-m "not slow")
+
 CASES = [("maspo", "centralized", None), ("maspo", "sequential", None), ("maspo", "decentralized", None),
          ("mapro", "decentralized", None), ("gepa", "centralized", None)]
 # failed calls and attempts on top: a retried attempt replays what was answered, a waiter whose request failed

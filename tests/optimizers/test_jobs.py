@@ -15,6 +15,8 @@ from tests.conftest import start_sim
 from tests.fakebench import FakeBench
 from tests.optimizers.optjob import bench, read, run
 
+pytestmark = pytest.mark.slow  # long-running: left out of the fast loop (-m "not slow")
+
 REMEDIES = [m.remedy for m in FakeBench.failure_modes]
 
 

@@ -194,6 +194,7 @@ def wire_calls(db: Path) -> list[dict]:
         conn.close()
 
 
+@pytest.mark.slow
 def test_job_sends_the_demos_and_preference_pairs_on_the_wire(tmp_path):
     """A mapro job on the simulated endpoint: the agents' system prompts of train passes after the seed pass carry
     the demo pools (recorded in optimizer_result.json), the reflection requests carry the preference pairs, and

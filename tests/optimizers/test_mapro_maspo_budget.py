@@ -24,6 +24,7 @@ def job(out: Path, method: str, budget: int, *extra: str) -> subprocess.Complete
                           text=True, timeout=280)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method,below,least", [("mapro", 299, 300), ("maspo", 19, 20)])
 def test_budget_below_the_smallest_is_refused_with_one_line(tmp_path, method, below, least):
     out = tmp_path / "job"
@@ -34,6 +35,7 @@ def test_budget_below_the_smallest_is_refused_with_one_line(tmp_path, method, be
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_smallest_maspo_budget_runs_one_candidate_and_prints_the_plan_first(tmp_path):
     out = tmp_path / "job"
     done = job(out, "maspo", 20)
@@ -48,6 +50,7 @@ def test_smallest_maspo_budget_runs_one_candidate_and_prints_the_plan_first(tmp_
     assert len([o for o in events[0]["offspring"] if "reward" in o]) == 1
 
 
+@pytest.mark.slow
 def test_mapro_below_its_smallest_budget_runs_when_allowed_and_never_cuts_a_train_pass(tmp_path):
     out = tmp_path / "job"
     done = job(out, "mapro", 100, "--allow-small-budget", "--quiet")

@@ -20,6 +20,8 @@ from tests.optimizers.hotpotqa_layout import official_ids, write_hotpotqa_layout
 from tests.optimizers.optjob import read
 from tests.optimizers.test_jobs import check_closed_ledger
 
+pytestmark = pytest.mark.slow  # long-running: left out of the fast loop (-m "not slow")
+
 DECODING = {"judge": {"temperature": 0.0, "top_p": 1.0, "max_tokens": 1024},
             "probe": {"temperature": 0.2, "top_p": 0.9, "max_tokens": 768}}
 

@@ -31,6 +31,7 @@ def graphs(draw):
     return node, edge
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(graphs())
 def test_map_solver_is_exact_against_brute_force(graph):

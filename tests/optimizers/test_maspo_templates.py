@@ -168,6 +168,7 @@ def recorded(db: Path, component: str) -> list[dict]:
     return [p for p in payloads if p.get("component") == component]
 
 
+@pytest.mark.slow
 def test_a_math_job_records_math_template_reflection_and_judge_requests(tmp_path):
     """Sequential MATH team of 2 (computer -> verifier): the computer's three depth steps, then the verifier's."""
     data_dir, bench = write_math_layout(tmp_path / "math")

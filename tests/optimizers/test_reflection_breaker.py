@@ -156,6 +156,7 @@ TRAIN_ROWS = 12
 BOUND = {"gepa": VALIDATION_ROWS + 3 * K, "maspo": 10 * -(-K // 2)}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["gepa", "maspo"])
 @pytest.mark.parametrize("fault", sorted(FAULTS))
 def test_a_failing_reflection_endpoint_stops_the_method_visibly(tmp_path, capsys, method, fault):
@@ -187,6 +188,7 @@ def test_a_failing_reflection_endpoint_stops_the_method_visibly(tmp_path, capsys
     assert validate_bundle(Bundle.load(tmp_path / "card")) == []
 
 
+@pytest.mark.slow
 def test_a_job_stopped_by_the_breaker_heals_when_the_endpoint_answers(tmp_path):
     """A re-run replays what was recorded, sends the failed reflection calls again, and goes on."""
     out = tmp_path / "job"

@@ -8,6 +8,8 @@ import json
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from core.models import AgentOutput, RolloutRecord, RolloutStatus, Row
 from optimizers.reflective_dataset import INPUT_CHARS, OUTPUT_CHARS, STARTER_CHARS, output_text, task_text
 from tests.conftest import start_sim
@@ -29,6 +31,7 @@ def reflection_prompts(db: Path) -> list[str]:
     return prompts
 
 
+@pytest.mark.slow
 def test_gepa_reflection_prompts_show_role_output_vote_summary_and_feedback(tmp_path):
     bench = FakeBench(n_train=12, n_validation=10, n_test=6)
     bench.name = "gpqa"  # type: ignore[misc]  # the gpqa team spec (independent role `solver`); fake sum rows

@@ -21,6 +21,8 @@ from engine.sim.server import SimServer
 from tests.engine.jobutil import stored_sim_keys
 from tests.optimizers.test_resume import artifacts
 
+pytestmark = pytest.mark.slow  # long-running: left out of the fast loop (-m "not slow")
+
 ROOT = Path(__file__).resolve().parents[2]
 CONCURRENCY = 4
 

@@ -22,6 +22,8 @@ from tests.optimizers.optjob import read
 from tests.optimizers.test_answered_once import config
 from tests.optimizers.test_jobs import check_closed_ledger
 
+pytestmark = pytest.mark.slow  # long-running: left out of the fast loop (-m "not slow")
+
 FAULTS = FaultPlan(rates={"http_500": 0.06, "http_503": 0.02, "reset": 0.02, "malformed_json": 0.02}, seed=11)
 
 

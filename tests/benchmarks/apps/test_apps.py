@@ -100,6 +100,7 @@ def test_call_cascade():
     assert not call_matches(["a"], "b")
 
 
+@pytest.mark.slow
 def test_right_wrong_malformed(rows):
     row = rows["1"]
     assert BENCH.score(row, answer("a, b = map(int, input().split())\nprint(a / b)\n")).value == 1.0
@@ -116,6 +117,7 @@ def test_right_wrong_malformed(rows):
     assert BENCH.score(call, answer(solution_class)).value == 1.0
 
 
+@pytest.mark.slow
 def test_runner_rule_uses_up_to_twenty_tests(rows):
     row = rows["0"]
     code = "input()\na = list(map(int, input().split()))\nprint(max(a) if len(a) != 2 else 0)\n"
@@ -124,6 +126,7 @@ def test_runner_rule_uses_up_to_twenty_tests(rows):
     assert runner.value == 0.0 and "test 4" in runner.feedback and runner.metadata["tests_total"] == 4
 
 
+@pytest.mark.slow
 def test_simulate(rows):
     for row in rows.values():
         assert BENCH.score_runner(row, AgentOutput(text=BENCH.simulate(row, None, random.Random(1)).content)).value == 1.0
@@ -137,6 +140,7 @@ def test_simulate(rows):
         BENCH.simulate(rows["0"], "nonsense", random.Random(0))
 
 
+@pytest.mark.slow
 def test_async_concurrent_scoring_keeps_order(rows):
     items = [rows[i] for i in IDS]
 

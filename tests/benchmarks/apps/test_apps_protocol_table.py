@@ -105,6 +105,7 @@ PROGRAMS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", PROGRAMS, ids=[f"{i}" for i in range(len(PROGRAMS))])
 def test_apps_program_case(case: Program):
     output = AgentOutput(text=case.text)

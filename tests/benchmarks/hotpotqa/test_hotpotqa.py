@@ -58,6 +58,7 @@ WORDS = st.sampled_from(["the", "a", "an", "The", "AN", "yes", "no", "noanswer",
 PHRASES = st.lists(WORDS, max_size=6).map(" ".join) | st.text(max_size=20)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(PHRASES, PHRASES)
 def test_em_and_f1_match_reference_definition(pred, gold):

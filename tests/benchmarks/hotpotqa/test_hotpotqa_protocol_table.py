@@ -151,6 +151,7 @@ _PIECES = st.sampled_from(["a", "an", "the", "The", " ", "  ", ".", ",", "yes", 
                            "É", "-", "'", "\t", "x", "An", "théâtre"])
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(st.lists(_PIECES, max_size=8).map("".join), st.lists(_PIECES, max_size=8).map("".join))
 def test_em_and_f1_equal_official_on_random_answers(pred, gold):

@@ -75,6 +75,7 @@ async def test_default_call_tool_raises_instead_of_searching_the_row():
         await BENCHMARK.call_tool(SPY, "wikipedia_search", {"query": LEAK})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["job", "run"])
 def test_cli_refuses_hotpotqa_without_a_wikipedia_source(tmp_path, command):
     out = tmp_path / "out"

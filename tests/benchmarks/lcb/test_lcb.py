@@ -136,6 +136,7 @@ def test_functional_scoring(rows):
     assert missing.value == 0.0 and "AttributeError" in missing.feedback
 
 
+@pytest.mark.slow
 def test_protocol_rule_uses_first_three_tests_runner_uses_all(rows):
     row = rows["1873_A"]
     # passes tests 1-3 but not test 4 ("2 2" -> 4)
@@ -145,6 +146,7 @@ def test_protocol_rule_uses_first_three_tests_runner_uses_all(rows):
     assert runner.value == 0.0 and "test 4" in runner.feedback
 
 
+@pytest.mark.slow
 def test_simulate_correct_and_each_mode(rows):
     for row in rows.values():
         for seed in range(2):

@@ -139,6 +139,7 @@ PROGRAMS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", PROGRAMS, ids=[f"{i}" for i in range(len(PROGRAMS))])
 def test_lcb_program_case(case: Program):
     output = AgentOutput(text=case.text)

@@ -225,6 +225,7 @@ _PIECES = st.sampled_from(["\\frac", "\\sqrt", "\\text{ ", "{", "}", "1", "2", "
                            "\\left(", "\\right)", "^\\circ", "\\$", "dfrac", "\\!", "\n", "0.5", "-", "\\\\"])
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(st.lists(_PIECES, max_size=8).map("".join), st.lists(_PIECES, max_size=8).map("".join))
 def test_is_equiv_equals_published_code_on_random_latex(a, b):

@@ -18,6 +18,7 @@ from benchmarks.registry import get_benchmark
 from benchmarks.sandbox import isolation as isolation_module
 from engine.job.sandbox_gate import gate_sandbox, runs_model_code
 from tests.benchmarks.sandbox.hostile import ROOT
+from tests.test_readme import commands as readme_commands
 
 NO_JAIL = {"MPB_BWRAP": "/nonexistent/bwrap"}
 HONEST = "a, b = map(int, input().split())\nprint(a + b)\n"
@@ -41,6 +42,7 @@ def apps_data(tmp_path: Path, program: str = HONEST) -> Path:
     return data
 
 
+@pytest.mark.slow
 def test_check_reports_the_jail(tmp_path: Path):
     done = engine(["sandbox", "check"], tmp_path)
     assert done.returncode == 0 and done.stdout.startswith("jail: available"), done.stdout + done.stderr
@@ -51,9 +53,9 @@ def test_check_reports_the_jail(tmp_path: Path):
     assert "SWE's repository tools (--swe-repos) refuse to run" in missing.stdout
 
 
+@pytest.mark.slow
 def test_readme_sandbox_commands_run(tmp_path: Path):
-    readme = (ROOT / "README.md").read_text()
-    commands = [line.split("  #")[0].strip() for line in readme.splitlines() if line.startswith("python -m engine sandbox")]
+    commands = [c for c in readme_commands() if c.startswith("python -m engine sandbox")]  # README.md, docs/*.md
     assert {c.split()[4] for c in commands} == {"check", "run"}
     (tmp_path / "prog.py").write_text("import os, sys\nprint(os.getuid(), sys.stdin.read().strip()[::-1])\n")
     (tmp_path / "in.txt").write_text("olleh\n")
@@ -67,6 +69,7 @@ def test_readme_sandbox_commands_run(tmp_path: Path):
             assert not line["timed_out"] and not line["memory_limit_hit"] and not line["output_limit_hit"]
 
 
+@pytest.mark.slow
 def test_run_reports_limits_and_scrubs_its_heads(tmp_path: Path):
     (tmp_path / "loop.py").write_text("print('sk-' + 'A' * 30, flush=True)\nwhile True:\n    pass\n")
     done = engine(["sandbox", "run", "loop.py", "--limits", "toolhop"], tmp_path)
@@ -75,6 +78,7 @@ def test_run_reports_limits_and_scrubs_its_heads(tmp_path: Path):
     assert "A" * 30 not in done.stdout and "[redacted]" in line["stdout_head"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args,message", [
     (["sandbox", "run", "missing.py"], "cannot read program"),
     (["sandbox", "run", "prog.py", "--limits", "nope"], "invalid choice"),
@@ -86,6 +90,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args, message):
     assert done.returncode == 2 and message in done.stderr and len(done.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_sandbox_run_without_jail_is_refused_or_explicitly_unsafe(tmp_path: Path):
     marker = tmp_path / "ran"
     (tmp_path / "prog.py").write_text(f"open({str(marker)!r}, 'w').write('x')\n")
@@ -97,6 +102,7 @@ def test_sandbox_run_without_jail_is_refused_or_explicitly_unsafe(tmp_path: Path
     assert json.loads(unsafe.stdout)["isolation"]["kind"] == "unsafe"
 
 
+@pytest.mark.slow
 def test_code_job_without_jail_is_refused_before_anything_is_written(tmp_path: Path):
     data = apps_data(tmp_path)
     for command in (["job", "--method", "identity", "--out", "job"], ["run", "--split", "test", "--limit", "2",
@@ -108,6 +114,7 @@ def test_code_job_without_jail_is_refused_before_anything_is_written(tmp_path: P
     assert not (tmp_path / "job" / "job.json").exists() and not (tmp_path / "pred.jsonl").exists()
 
 
+@pytest.mark.slow
 def test_unsafe_job_runs_and_is_marked_nonconformant(tmp_path: Path):
     data = apps_data(tmp_path)
     done = engine(["job", "--cell", "task=apps,topology=single", "--method", "identity", "--out", "job",

@@ -67,6 +67,7 @@ def score_is_zero(row, code: str, t: Targets) -> None:
     assert t.escaped() == [], t.escaped()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["read_shadow", "read_project", "read_environ", "write", "network", "kill_parent",
                                   "ctypes"])
 def test_attack_is_contained_and_scores_zero(name, row, targets):
@@ -77,6 +78,7 @@ def test_attack_is_contained_and_scores_zero(name, row, targets):
     score_is_zero(row, code, targets)
 
 
+@pytest.mark.slow
 def test_reads_see_nothing_of_the_host(targets):
     result = run_python_sync(hostile.program(ATTACKS["read_shadow"] + ATTACKS["read_project"], targets.cfg()), "",
                              LIMITS)
@@ -91,6 +93,7 @@ def test_environ_of_every_visible_process_is_empty_of_secrets(targets):
     assert targets.secret not in result.stdout and "OPENAI_API_KEY" not in result.stdout
 
 
+@pytest.mark.slow
 def test_fork_bomb_is_contained(row, targets):
     code = hostile.program(ATTACKS["fork_bomb"], targets.cfg())
     result = run_python_sync(code, "", LIMITS)
@@ -108,6 +111,7 @@ def test_ten_gigabytes_are_refused(row, targets):
     score_is_zero(row, code, targets)
 
 
+@pytest.mark.slow
 def test_raising_rlimits_fails_and_the_limit_still_holds(row, targets):
     code = hostile.program(ATTACKS["raise_rlimits"], targets.cfg())
     result = run_python_sync(code, "", LIMITS)
@@ -117,6 +121,7 @@ def test_raising_rlimits_fails_and_the_limit_still_holds(row, targets):
     score_is_zero(row, code, targets)
 
 
+@pytest.mark.slow
 def test_infinite_loop_is_stopped_and_nothing_survives(row, targets):
     code = hostile.program(ATTACKS["infinite_loop"], targets.cfg())
     result = run_python_sync(code, "", LIMITS)
@@ -150,6 +155,7 @@ def test_ctypes_cannot_regain_root(targets):
     assert_contained(result, targets)
 
 
+@pytest.mark.slow
 def test_disabling_in_process_guards_then_everything_is_still_contained(row, targets):
     code = hostile.program(hostile.ALL_AFTER_DISABLING, targets.cfg())
     result = run_python_sync(code, "", LIMITS)
@@ -169,6 +175,7 @@ def test_flooding_the_status_pipe_of_its_reporter_neither_fakes_success_nor_bloa
     assert result.exit_code == 3 and not result.ok  # its own exit status, not the forged one
 
 
+@pytest.mark.slow
 def test_on_the_host_every_process_of_the_program_is_uid_65534():
     import sys
     import threading

@@ -67,6 +67,7 @@ def test_honest_programs_can_use_numpy_threads_subprocess_free_stdlib_and_tempfi
     assert result.stdout == "thread\n10 [1]\n"
 
 
+@pytest.mark.slow
 def test_sleeping_program_hits_the_wall_limit():
     result = run_python_sync("import time\ntime.sleep(60)\n", "", SMALL.with_(wall_seconds=1))
     assert result.timed_out and result.timeout_kind == "wall" and result.signal is not None
@@ -82,6 +83,7 @@ def test_limits_reject_nonsense():
         SandboxLimits(wall_seconds=0)
 
 
+@pytest.mark.slow
 def test_async_run_keeps_the_event_loop_serving_other_tasks():
     order: list[str] = []
 

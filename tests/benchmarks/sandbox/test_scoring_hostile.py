@@ -13,6 +13,8 @@ from benchmarks.apps import APPSBenchmark
 from benchmarks.sandbox import SandboxLimits
 from core.models import AgentOutput
 
+pytestmark = pytest.mark.slow  # long-running: left out of the fast loop (-m "not slow")
+
 FIXTURES = Path(__file__).parents[1] / "apps" / "fixtures"
 LIMITS = SandboxLimits(cpu_seconds=1, wall_seconds=3, memory_bytes=512 * 1024 * 1024, output_bytes=64 * 1024)
 BENCH = APPSBenchmark(limits=LIMITS)

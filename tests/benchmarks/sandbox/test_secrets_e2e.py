@@ -19,7 +19,11 @@ import sys
 import uuid
 from pathlib import Path
 
+import pytest
+
 from tests.benchmarks.sandbox.hostile import ROOT
+
+pytestmark = pytest.mark.slow  # long-running: left out of the fast loop (-m "not slow")
 
 PRINT_EVERYTHING = r'''
 import os, sys

@@ -79,6 +79,7 @@ def host_uids_of(marker: str, stop: threading.Event, seen: set[int]) -> None:
         stop.wait(0.05)
 
 
+@pytest.mark.slow
 def test_engine_as_unprivileged_user_contains_every_attack(shared_dir):
     secret = f"engine-secret-{uuid.uuid4().hex}"
     t = Targets(write_dirs=[shared_dir], secret=secret, socket_dir=shared_dir)
@@ -122,6 +123,7 @@ def test_engine_as_unprivileged_user_contains_every_attack(shared_dir):
         t.close()
 
 
+@pytest.mark.slow
 def test_sandbox_cli_as_unprivileged_user_reports_its_path(shared_dir):
     Path(shared_dir, "prog.py").write_text("import os\nprint(os.getuid())\n")
     done = as_unprivileged_engine(["-m", "engine", "sandbox", "run", f"{shared_dir}/prog.py"], shared_dir, "s" * 20)

@@ -21,6 +21,8 @@ import pytest
 
 from benchmarks.sandbox.isolation import check
 
+pytestmark = pytest.mark.slow  # long-running: left out of the fast loop (-m "not slow")
+
 ROOT = Path(__file__).resolve().parents[3]
 
 

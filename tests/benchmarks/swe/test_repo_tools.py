@@ -53,6 +53,7 @@ def run_topology(topology: Any, bench: SWEBenchmark, r: Row, responder: Any, tas
     return anyio.run(main), ctx
 
 
+@pytest.mark.slow
 def test_independent_members_edit_their_own_clones_and_the_winner_diff_is_the_patch(mirror):
     repos, base = mirror
     bench = configure_benchmark(SWEBenchmark(), {"swe_repos": str(repos)}, None)
@@ -106,6 +107,7 @@ def test_without_mirrors_swe_has_no_tools_and_is_non_conformant():
     assert bench.score(row("0" * 40), out).value == 1.0  # no checkout: the fenced diff is the patch
 
 
+@pytest.mark.slow
 def test_tools_stay_inside_the_checkout(mirror, tmp_path):
     repos, base = mirror
     bench = SWEBenchmark().configure({"swe_repos": str(repos)})

@@ -81,6 +81,7 @@ def test_missing_dir_wrong_layout_missing_id(tmp_path, monkeypatch):
     assert BENCHMARK.load_rows(IDS[:1])[0].id == IDS[0]
 
 
+@pytest.mark.slow
 def test_parquet_needs_pyarrow_or_reads_it(tmp_path, rows):
     records = [json.loads(line) for line in (FIXTURES / "test.jsonl").read_text().splitlines()]
     try:

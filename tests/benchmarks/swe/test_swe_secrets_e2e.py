@@ -76,6 +76,7 @@ def all_bytes(path: Path) -> bytes:
     return b"".join(p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file())
 
 
+@pytest.mark.slow
 def test_a_tool_that_prints_every_environment_leaks_no_secret(tmp_path: Path):
     repos, base = make_mirror(tmp_path / "mirror")
     data_dir = tmp_path / "swe"
@@ -109,6 +110,7 @@ def test_a_tool_that_prints_every_environment_leaks_no_secret(tmp_path: Path):
     assert b"[redacted]" in blob and b"== /proc/1/environ" in blob  # the dump ran and was recorded, scrubbed
 
 
+@pytest.mark.slow
 def test_without_a_jail_swe_with_tools_is_refused_unless_unsafe(tmp_path: Path):
     repos, base = make_mirror(tmp_path / "mirror")
     data_dir = tmp_path / "swe"

@@ -113,6 +113,7 @@ def assert_contained(outputs: list[str], t: Targets) -> None:
     assert hostile.jail_processes() == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("attack", ["read_shadow", "read_project", "read_environ", "write", "network",
                                     "kill_parent", "ctypes", "raise_rlimits"])
 def test_each_attack_as_a_shell_command_is_contained(mirror, targets, attack):
@@ -127,6 +128,7 @@ def test_each_attack_as_a_shell_command_is_contained(mirror, targets, attack):
     assert agent.git_digest() == before
 
 
+@pytest.mark.slow
 def test_fork_bomb_10_gb_of_output_and_a_runaway_loop_are_stopped(mirror, targets):
     repos, base = mirror
     bench = SWEBenchmark().configure({"swe_repos": str(repos)})
@@ -141,6 +143,7 @@ def test_fork_bomb_10_gb_of_output_and_a_runaway_loop_are_stopped(mirror, target
     assert left_behind("bomb") == []
 
 
+@pytest.mark.slow
 def test_a_background_process_is_gone_when_the_call_returns(mirror, targets):
     repos, base = mirror
     bench = SWEBenchmark().configure({"swe_repos": str(repos)})
@@ -151,6 +154,7 @@ def test_a_background_process_is_gone_when_the_call_returns(mirror, targets):
     assert left_behind(f"sleep\0{marker}") == []
 
 
+@pytest.mark.slow
 def test_file_tools_cannot_leave_the_checkout(mirror, targets):
     repos, base = mirror
     agent = Agent(SWEBenchmark().configure({"swe_repos": str(repos)}), base)

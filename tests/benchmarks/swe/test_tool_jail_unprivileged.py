@@ -70,6 +70,7 @@ def as_unprivileged_engine(argv: list[str], shared: str, secret: str) -> subproc
                           env={}, cwd="/", pass_fds=plan.keep_fds)
 
 
+@pytest.mark.slow
 def test_engine_as_nobody_keeps_every_tool_call_in_the_jail():
     shared = tempfile.mkdtemp(prefix="mpbu-", dir="/tmp")
     os.chmod(shared, 0o777)

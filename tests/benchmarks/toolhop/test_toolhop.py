@@ -122,6 +122,7 @@ async def test_call_tool_requires_opt_in(monkeypatch):
     assert issubclass(DatasetExecDisabled, UsageError)
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_fixture_tools_run(allow_exec):
     row0, row1 = _rows()
@@ -161,12 +162,14 @@ def test_hostile_sources_are_contained(allow_exec, source, expected):
     assert out.startswith("error:") and expected in out
 
 
+@pytest.mark.slow
 def test_infinite_loop_is_killed(allow_exec):
     out = run_tool_sync(["def t():\n    while True:\n        pass\n"], "t", {}, index=0, cpu_seconds=1,
                         wall_seconds=30)
     assert out.startswith("error:") and ("CPU time limit" in out or "timed out" in out)
 
 
+@pytest.mark.slow
 def test_wall_clock_timeout_is_reported(allow_exec):
     source = "import time\ndef t():\n    time.sleep(30)\n"
     out = run_tool_sync([source], "t", {}, index=0, wall_seconds=1)

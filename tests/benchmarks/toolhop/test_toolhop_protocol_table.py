@@ -115,6 +115,7 @@ _PIECES = st.sampled_from(["<answer>", "</answer>", "1", "9", ".0", ",", " ", "P
 _TEXT = st.lists(_PIECES, max_size=8).map("".join)
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(_TEXT, _TEXT, st.one_of(st.none(), _TEXT))
 def test_scorer_equals_toolhop_matcher_on_random_text(text, gold, tool):

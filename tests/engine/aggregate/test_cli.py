@@ -131,6 +131,7 @@ def test_plot_without_matplotlib_exits_2(tmp_path, write_cell, capsys, monkeypat
     assert not (tmp_path / "plots").exists()
 
 
+@pytest.mark.slow
 def test_plots_are_written(tmp_path, write_cell, capsys):
     pytest.importorskip("matplotlib")
     write_cell()

@@ -22,6 +22,8 @@ pytest.importorskip("matplotlib")
 from engine.aggregate.plots import build_plots, load_pyplot, write_plots  # noqa: E402
 from engine.aggregate.plots.style import BANNER_GID, MARK_TEXT, WATERMARK_GID  # noqa: E402
 
+pytestmark = pytest.mark.slow  # long-running: left out of the fast loop (-m "not slow")
+
 BASE = {"method": "gepa", "task": "hotpotqa", "topology": "single", "framework": "langgraph",
         "communication": "freeform", "team_size": 4, "task_model": "qwen"}
 TOPOLOGIES = ("single", "independent", "sequential", "centralized", "decentralized")

@@ -25,6 +25,7 @@ def run(root, **kwargs):
     return aggregate(results, skipped=skipped, bootstrap_replicates=REPLICATES, **kwargs), skipped
 
 
+@pytest.mark.slow
 def test_complete_cell_matches_independent_computations(tmp_path, write_cell):
     paths = write_cell()
     summary, skipped = run(tmp_path)
@@ -195,6 +196,7 @@ def _two_cell_tree(tmp_path):
     return tmp_path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", ["task", "method", "none"])
 def test_holm_families(tmp_path, family):
     summary, _ = run(_two_cell_tree(tmp_path), family=family)

@@ -225,6 +225,7 @@ def test_undeclared_marker(redacted):
 
 
 # ------------------------------------------------------------------------------------------------ clean real cards
+@pytest.mark.slow
 def test_clean_real_cards_validate_without_warnings(clean_job, faulty_job, tmp_path):
     for run_dir, _ in (clean_job, faulty_job):
         export_card(run_dir, tmp_path / run_dir.name)

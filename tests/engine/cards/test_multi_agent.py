@@ -16,6 +16,8 @@ from tests.engine.cards.cardutil import lines
 from tests.fakebench import FakeBench
 from topologies.registry import TOPOLOGIES
 
+pytestmark = pytest.mark.slow  # long-running: left out of the fast loop (-m "not slow")
+
 
 @pytest.mark.anyio
 @pytest.mark.skipif("decentralized" not in TOPOLOGIES, reason="no decentralized topology registered")

@@ -21,6 +21,7 @@ from tests.fakebench import FakeBench
 from tests.engine.test_resume import ROOT, bench, job_cmd
 
 
+@pytest.mark.slow
 def test_resumed_job_card_is_valid(tmp_path):
     server = start_sim(bench(), delay_s=0.03)
     try:

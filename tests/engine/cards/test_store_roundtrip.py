@@ -8,11 +8,14 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+import pytest
 
 from engine.cards.bundle import Bundle
 from engine.cards.export import export_card
 from engine.cards.validate import validate_bundle
 from tests.engine.cards.cardutil import StoreSpec, build_store, bundle_rows, card_form, store_rows
+
+pytestmark = pytest.mark.slow  # long-running: left out of the fast loop (-m "not slow")
 
 KEYS = st.sampled_from(["a", "b", "text", "value", "items", "note"])
 SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-10**6, 10**6), st.text(max_size=20),

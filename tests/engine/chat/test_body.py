@@ -30,6 +30,7 @@ JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_
                     | st.text(), lambda inner: st.lists(inner) | st.dictionaries(st.text(), inner), max_leaves=20)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(JSON)
 def test_every_json_value_within_the_limits_round_trips(value):

@@ -33,6 +33,7 @@ async def _dripping_server(writes: list[int]) -> tuple[asyncio.AbstractServer, i
     return server, server.sockets[0].getsockname()[1]
 
 
+@pytest.mark.slow
 async def test_a_dripping_body_ends_at_the_deadline_as_a_timeout():
     writes: list[int] = []
     server, port = await _dripping_server(writes)

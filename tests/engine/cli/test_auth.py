@@ -51,6 +51,7 @@ def _key_nowhere(key: str, root: Path) -> None:
             assert needle not in path.read_bytes(), path
 
 
+@pytest.mark.slow
 def test_endpoint_requiring_a_key_refuses_a_job_without_it(tmp_path: Path, served: str):
     out = tmp_path / "out"
     proc = job(out, "--task-endpoint", served, "--model-id", "m")
@@ -58,6 +59,7 @@ def test_endpoint_requiring_a_key_refuses_a_job_without_it(tmp_path: Path, serve
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_wrong_key_is_refused_without_echoing_it(tmp_path: Path, served: str, key: str):
     out = tmp_path / "out"
     wrong = key[::-1]
@@ -67,6 +69,7 @@ def test_wrong_key_is_refused_without_echoing_it(tmp_path: Path, served: str, ke
     assert not out.exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("via", ["OPENAI_API_KEY", "--api-key-env"])
 def test_job_with_the_key_completes_and_the_key_is_written_nowhere(tmp_path: Path, served: str, key: str,
                                                                     via: str):
@@ -88,6 +91,7 @@ def test_job_with_the_key_completes_and_the_key_is_written_nowhere(tmp_path: Pat
     assert "MY_GATEWAY_KEY" not in (out / "job.json").read_text()  # not even the variable name is identity
 
 
+@pytest.mark.slow
 def test_explicit_key_variable_that_is_unset_is_refused(tmp_path: Path):
     out = tmp_path / "out"
     proc = job(out, "--api-key-env", "MPB_NOT_SET_ANYWHERE")
@@ -95,6 +99,7 @@ def test_explicit_key_variable_that_is_unset_is_refused(tmp_path: Path):
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_key_that_cannot_be_a_header_is_refused_without_echo(tmp_path: Path, key: str):
     out = tmp_path / "out"
     bad = key + "\nX-Injected: 1"
@@ -103,6 +108,7 @@ def test_key_that_cannot_be_a_header_is_refused_without_echo(tmp_path: Path, key
     assert key not in proc.stderr and not out.exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flag", ["--task-endpoint", "--reflection-endpoint", "TASK_ENDPOINTS",
                                   "REFLECTION_MODEL_BASE_URL"])
 def test_url_with_embedded_credentials_is_refused_without_echo(tmp_path: Path, flag: str):
@@ -120,6 +126,7 @@ def test_url_with_embedded_credentials_is_refused_without_echo(tmp_path: Path, f
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_run_command_also_refuses_credentials_in_url(tmp_path: Path):
     password = f"pw-{secrets.token_hex(12)}"
     out = tmp_path / "pred.jsonl"
@@ -154,6 +161,7 @@ def test_scrub_and_repr_never_show_a_key(key: str):
     assert scrub(f"boom Bearer {key} boom") == "boom Bearer *** boom"
 
 
+@pytest.mark.slow
 def test_serve_sim_refuses_an_unset_key_variable():
     proc = engine("serve-sim", "--port", "0", "--require-api-key-env", "MPB_NOT_SET_ANYWHERE")
     assert_refused(proc, "MPB_NOT_SET_ANYWHERE")
@@ -162,6 +170,7 @@ def test_serve_sim_refuses_an_unset_key_variable():
 GEPA_SMALL = ["--budget", "60", "--allow-small-budget", "--reflection-model", "simulated-reflection"]
 
 
+@pytest.mark.slow
 def test_reflection_endpoint_has_its_own_key(tmp_path: Path, key: str):
     reflection_key = f"rk-{secrets.token_hex(16)}"
     with SimServer(build_policy(["bfcl"]), api_key=key) as task, \
@@ -181,6 +190,7 @@ def test_reflection_endpoint_has_its_own_key(tmp_path: Path, key: str):
         _key_nowhere(secret, tmp_path / "b")
 
 
+@pytest.mark.slow
 def test_reflection_served_by_the_task_endpoint_uses_the_task_key(tmp_path: Path, key: str):
     with SimServer(build_policy(["bfcl"]), api_key=key) as sim:
         done = job(tmp_path / "j", "--task-endpoint", sim.base_url, "--model-id", "m", "--reflection-endpoint",

@@ -17,6 +17,8 @@ import pytest
 
 from tests.engine.cli.hostile import BFCL_SINGLE, assert_refused, engine, snapshot
 
+pytestmark = pytest.mark.slow  # long-running: left out of the fast loop (-m "not slow")
+
 J = ["job", "--cell", BFCL_SINGLE, "--method", "identity"]
 R = ["run", "--cell", BFCL_SINGLE]
 

@@ -19,6 +19,8 @@ import pytest
 
 from tests.engine.cli.hostile import ROOT, assert_refused, engine, job, snapshot
 
+pytestmark = pytest.mark.slow  # long-running: left out of the fast loop (-m "not slow")
+
 CHILD = """
 import importlib, os, signal, sys
 module, owner, attr, when = sys.argv[1:5]

@@ -25,6 +25,7 @@ def json_lines(proc: subprocess.CompletedProcess[str]) -> list[dict[str, Any]]:
     return events
 
 
+@pytest.mark.slow
 def test_identity_job_emits_only_json_lines_with_the_banner(tmp_path: Path):
     proc = engine("job", "--cell", BFCL_SINGLE, "--method", "identity", "--seed", "0", "--out", str(tmp_path / "j"),
                   "--log-format", "json")
@@ -37,6 +38,7 @@ def test_identity_job_emits_only_json_lines_with_the_banner(tmp_path: Path):
     assert result["endpoint_kind"] == "simulated" and "event" not in result
 
 
+@pytest.mark.slow
 def test_progress_lines_are_json_events_with_their_counts(tmp_path: Path):
     proc = engine("job", "--cell", BFCL_SINGLE, "--method", "gepa", "--budget", "30", "--allow-small-budget",
                   "--seed", "0", "--out", str(tmp_path / "j"), "--log-format=json")
@@ -49,6 +51,7 @@ def test_progress_lines_are_json_events_with_their_counts(tmp_path: Path):
     assert json.loads(proc.stdout)["charged"] == 30
 
 
+@pytest.mark.slow
 def test_default_is_the_human_text(tmp_path: Path):
     proc = engine("job", "--cell", BFCL_SINGLE, "--method", "identity", "--seed", "0", "--out", str(tmp_path / "j"))
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -56,6 +59,7 @@ def test_default_is_the_human_text(tmp_path: Path):
     assert not proc.stderr.lstrip().startswith("{")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args", [
     ("job", "--cell", BFCL_SINGLE, "--method", "identity", "--budget", "0"),
     ("job", "--cell", "task=nope,topology=single", "--method", "identity"),
@@ -85,6 +89,7 @@ def test_an_unknown_log_format_is_a_usage_error():
     assert len(lines) == 1 and lines[0].startswith("error: --log-format must be one of console, json"), lines
 
 
+@pytest.mark.slow
 def test_every_command_accepts_the_option():
     for command in ("job", "run", "serve-sim", "aggregate", "card", "sandbox"):
         proc = engine(command, "--help", "--log-format", "json")

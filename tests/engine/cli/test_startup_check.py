@@ -84,6 +84,7 @@ CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,handler,fragments", CASES, ids=[c[0] for c in CASES])
 def test_unusable_task_endpoint_is_refused_before_anything_is_written(tmp_path: Path, name, handler, fragments):
     out = tmp_path / "out"
@@ -94,6 +95,7 @@ def test_unusable_task_endpoint_is_refused_before_anything_is_written(tmp_path: 
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_existing_job_directory_is_not_touched_when_the_endpoint_fails(tmp_path: Path):
     """A finished job re-run against an endpoint that now answers HTML: refused, every file byte-identical."""
     out = tmp_path / "out"
@@ -107,6 +109,7 @@ def test_existing_job_directory_is_not_touched_when_the_endpoint_fails(tmp_path:
     assert snapshot(out) == before
 
 
+@pytest.mark.slow
 def test_second_of_two_endpoints_failing_is_named(tmp_path: Path):
     out = tmp_path / "out"
     with SimServer(build_policy(["bfcl"])) as sim, tiny_server(wrong_model) as bad:
@@ -118,6 +121,7 @@ def test_second_of_two_endpoints_failing_is_named(tmp_path: Path):
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_transient_503_at_start_up_is_tried_again(tmp_path: Path):
     """One 503 while a replica warms up does not refuse the job: the check tries again within its deadline."""
     calls = {"n": 0}
@@ -138,6 +142,7 @@ def test_transient_503_at_start_up_is_tried_again(tmp_path: Path):
     assert calls["n"] >= 2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["gepa", "mipro"])
 def test_dead_reflection_endpoint_is_refused_before_anything_is_written(tmp_path: Path, method: str):
     out = tmp_path / "out"
@@ -150,6 +155,7 @@ def test_dead_reflection_endpoint_is_refused_before_anything_is_written(tmp_path
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_reflection_endpoint_with_wrong_model_is_refused(tmp_path: Path):
     out = tmp_path / "out"
     with SimServer(build_policy(["bfcl"])) as sim, tiny_server(wrong_model) as bad:
@@ -172,6 +178,7 @@ async def test_simulated_endpoint_answers_the_check_without_logging_it():
         assert sim.log == []
 
 
+@pytest.mark.slow
 def test_an_answer_after_the_deadline_says_busy_server(tmp_path: Path):
     out = tmp_path / "out"
     with tiny_server(slow) as url:

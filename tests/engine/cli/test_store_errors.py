@@ -18,6 +18,8 @@ from engine.sim.build import build_policy
 from engine.sim.server import SimServer
 from tests.engine.cli.hostile import ROOT, BFCL_SINGLE, assert_refused, engine, job, snapshot
 
+pytestmark = pytest.mark.slow  # long-running: left out of the fast loop (-m "not slow")
+
 
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:

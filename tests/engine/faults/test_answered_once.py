@@ -13,6 +13,8 @@ from tests.conftest import start_sim
 from tests.engine.faults.matrix import (IMMEDIATE_FAULTS, TOPOLOGIES, assert_answered_once, assert_closed_ledger,
                                         assert_store_consistent, job_and_log, run_small, small_bench)
 
+pytestmark = pytest.mark.slow  # long-running: left out of the fast loop (-m "not slow")
+
 
 @pytest.mark.parametrize("topology,n", TOPOLOGIES)
 def test_each_answer_is_recorded_once_and_never_requested_again(tmp_path: Path, topology: str, n: int):

@@ -14,6 +14,8 @@ from tests.conftest import start_sim
 from tests.engine.faults.matrix import TOPOLOGIES, assert_store_consistent, cell, run_small, small_bench
 from tests.engine.jobutil import comparable, config
 
+pytestmark = pytest.mark.slow  # long-running: left out of the fast loop (-m "not slow")
+
 
 def cancelled_job(out: Path, url: str, topology: str, n: int, after_requests: int, server) -> bool:
     """Run the job, cancelling its scope once the server has seen `after_requests` requests; returns whether

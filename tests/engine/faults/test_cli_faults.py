@@ -16,6 +16,8 @@ from engine.sim.build import build_policy
 from engine.sim.faults import FaultPlan
 from engine.sim.server import SimServer
 
+pytestmark = pytest.mark.slow  # long-running: left out of the fast loop (-m "not slow")
+
 ROOT = Path(__file__).resolve().parents[3]
 
 

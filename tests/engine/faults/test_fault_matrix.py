@@ -45,6 +45,7 @@ def timeout(kind: str) -> float:
     return 0.5 if kind == "slow" else 2.0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", [k for k in FAULT_KINDS if k != SEMANTIC])
 def test_fault_kind_in_every_topology(kind: str, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory):
     heavy = start_sim(small_bench(), faults=plan(kind, 0.2))
@@ -71,6 +72,7 @@ def test_fault_kind_in_every_topology(kind: str, tmp_path: Path, tmp_path_factor
     assert injected > 20, f"{kind} was injected only {injected} times"
 
 
+@pytest.mark.slow
 def test_empty_content_is_a_scored_semantic_failure_in_every_topology(tmp_path: Path):
     """A 200 with empty content is an observed call: the rollout is usable (scored 0 if the vote picks it),
     never retried as an infrastructure failure."""

@@ -11,10 +11,13 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+import pytest
 
 from engine.sim.faults import FAULT_KINDS, FaultPlan, ScheduledFault
 from tests.conftest import start_sim
 from tests.engine.faults.matrix import TOPOLOGIES, assert_closed_ledger, assert_store_consistent, run_small, small_bench
+
+pytestmark = pytest.mark.slow  # long-running: left out of the fast loop (-m "not slow")
 
 FAST_KINDS = [k for k in FAULT_KINDS if k != "slow"]  # `slow` costs a read timeout each; the matrix covers it
 

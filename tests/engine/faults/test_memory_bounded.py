@@ -32,6 +32,7 @@ def longest_text(value: Any) -> int:
     return 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("topology,team_size", [("single", 1), ("independent", 2), ("sequential", 2),
                                                 ("centralized", 2), ("decentralized", 2)])
 def test_kept_records_hold_no_produced_text(tmp_path: Path, monkeypatch, topology: str, team_size: int):

@@ -11,11 +11,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from engine.sim.faults import FaultPlan, ScheduledFault
 from tests.conftest import start_sim
 from tests.engine.faults.matrix import assert_closed_ledger, assert_store_consistent, run_small, small_bench
 from tests.engine.faults.servers import Restartable, outage, when
 from tests.engine.jobutil import comparable
+
+pytestmark = pytest.mark.slow  # long-running: left out of the fast loop (-m "not slow")
 
 TOPOLOGY = ("decentralized", 2)
 BUDGET = 30

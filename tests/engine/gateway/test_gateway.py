@@ -60,6 +60,7 @@ def summary(records: list) -> list[tuple]:
     return [(r.example_id, r.status.value, r.score, r.request_seed) for r in records]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stream", [False, True])
 def test_gateway_calls_match_native_seeds_scores_and_decoding(tmp_path, stream):
     bench = FakeBench(n_train=40)
@@ -88,6 +89,7 @@ def test_gateway_calls_match_native_seeds_scores_and_decoding(tmp_path, stream):
             assert (asked["top_p"], asked["max_tokens"], asked["seed"]) == ("0.3", "7", "99")
 
 
+@pytest.mark.slow
 def test_faults_through_the_gateway_are_retried_with_the_same_seed(tmp_path):
     bench = FakeBench(n_train=40)
     batch = specs(bench, 16)
@@ -177,6 +179,7 @@ def test_unknown_routes_and_unforwardable_bodies_fail_the_attempt_not_the_job(tm
     assert len(server.log) == 0  # nothing reached the model endpoint
 
 
+@pytest.mark.slow
 def test_an_attempt_deadline_cancels_the_call_in_the_gateway_and_the_retry_succeeds(tmp_path):
     """The first request hangs past the attempt's deadline: the framework's request is abandoned, the gateway's
     recorded call is cancelled with it, and the attempt is retried with the same seed."""
@@ -199,6 +202,7 @@ class SdkNamed(ClientSingle):
     framework = "openai_agents"
 
 
+@pytest.mark.slow
 def test_the_agents_sdk_requests_go_without_repetition_penalty(tmp_path):
     """Protocol section 2.5: SDK runners omit repetition_penalty; every other runtime sends it."""
     bench = FakeBench(n_train=40)

@@ -17,6 +17,8 @@ from core.seeds import call_seed, request_seed
 from engine.sim.build import build_policy
 from engine.sim.server import SimServer
 
+pytestmark = pytest.mark.slow  # long-running: left out of the fast loop (-m "not slow")
+
 ROOT = Path(__file__).resolve().parents[3]
 CHILD = [sys.executable, str(Path(__file__).with_name("child_program.py"))]
 

@@ -45,6 +45,7 @@ def test_unknown_task_exits_two(monkeypatch: pytest.MonkeyPatch, capsys: pytest.
     assert "unknown task" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_serves_until_sigterm(tmp_path: Path) -> None:
     log_path = tmp_path / "log.jsonl"
     code = ("import sys; import engine.sim.build as b; import tests.engine.sim.fake_benchmark as f; "

@@ -43,6 +43,7 @@ async def test_429_carries_retry_after(policy: Policy) -> None:
     assert response.status_code == 429 and response.headers["Retry-After"] == "2"
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_429_seen_by_openai_client(policy: Policy) -> None:
     async def go() -> None:

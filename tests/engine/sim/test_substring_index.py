@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+import pytest
 
 from engine.sim.substring_index import SubstringIndex
 
@@ -17,6 +18,7 @@ def linear(texts: list[str], message: str) -> str | None:
     return next((t for t in texts if t and t in message), None)
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(texts=st.lists(TEXTS, min_size=1, max_size=12), junk=st.lists(TEXTS, max_size=4),
        picks=st.lists(st.integers(min_value=0, max_value=11), max_size=3), glue=SEPS)

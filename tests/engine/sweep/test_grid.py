@@ -13,6 +13,7 @@ from engine.sweep.grid import protocol_grid
 from engine.sweep.plan import Filters, check_filters, custom_jobs, jobs_for, select
 
 
+@pytest.mark.slow
 def test_frozen_counts_of_the_full_grid():
     grid = protocol_grid()
     assert len(grid) == 612 and len(jobs_for(grid, (0, 1, 2), {})) == 1836
@@ -46,6 +47,7 @@ def test_runnable_and_not_implemented_are_both_listed():
     assert all(parse_cell(j.cell).framework == "native" for j in jobs)
 
 
+@pytest.mark.slow
 def test_framework_runtimes_run_every_implemented_method_of_the_grid():
     jobs = jobs_for(protocol_grid(), (0, 1, 2), {})
     runnable = [j for j in jobs if j.runnable]
@@ -53,6 +55,7 @@ def test_framework_runtimes_run_every_implemented_method_of_the_grid():
     assert {parse_cell(j.cell).framework for j in runnable} == {"langgraph", "crewai", "autogen", "openai_agents"}
 
 
+@pytest.mark.slow
 def test_a_missing_extra_keeps_its_jobs_listed_with_the_install_line(monkeypatch):
     import importlib.util
 

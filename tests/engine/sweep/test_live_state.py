@@ -101,6 +101,7 @@ def chromium() -> str | None:
     return next((c for c in candidates if c and Path(c).exists()), None)
 
 
+@pytest.mark.slow
 def test_the_status_page_in_chromium(sweep_dir, tmp_path):
     sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright is not installed (extra cards-test)")
     executable = chromium()

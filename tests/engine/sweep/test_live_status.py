@@ -20,6 +20,8 @@ import pytest
 
 from tests.engine.sweep.sweeputil import ROOT, endpoint_args, start_servers, sweep
 
+pytestmark = pytest.mark.slow  # end-to-end sweeps: left out of the fast loop (-m "not slow")
+
 SMALL = ["--runtime", "native", "--tasks", "bfcl", "--table", "3", "--methods", "gepa,identity", "--topologies",
          "single", "--seeds", "0,1", "--budget", "20", "--allow-small-budget"]
 

@@ -22,6 +22,8 @@ from tests.engine.sweep.sweeputil import (
     sweep,
 )
 
+pytestmark = pytest.mark.slow  # end-to-end sweeps: left out of the fast loop (-m "not slow")
+
 
 @pytest.fixture(scope="module")
 def swept(tmp_path_factory):

@@ -31,6 +31,7 @@ def cli_args(filters: dict[str, tuple[object, ...]]) -> list[str]:
     return [a for k, v in filters.items() for a in (FLAGS[k], ",".join(map(str, v)))]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("filters", [{}, FILTERED], ids=["full-grid", "bfcl-table-3"])
 def test_plan_prints_the_projections_gpu_hours_and_wall_time(filters):
     want = expected(filters)
@@ -55,6 +56,7 @@ def test_plan_prints_the_projections_gpu_hours_and_wall_time(filters):
     assert doc["projection"] == want.__dict__ and doc["assumptions"]
 
 
+@pytest.mark.slow
 def test_a_filtered_plan_projects_less_than_the_full_grid_and_endpoints_divide_the_wall_time():
     full, part = expected({}), expected(FILTERED)
     assert 0 < part.gpu_hours < full.gpu_hours
@@ -84,6 +86,7 @@ def rows(*args: str) -> dict[str, list[str]]:
     return {t.split()[1]: t.split() for t in lines[1:] if t.startswith(("run ", "SKIP"))}
 
 
+@pytest.mark.slow
 def test_the_listing_has_a_framework_column():
     table2 = rows("--tasks", "lcb", "--table", "2", "--methods", "gepa", "--seeds", "0")
     assert {k: v[2] for k, v in table2.items()} == {
@@ -99,6 +102,7 @@ def test_the_listing_has_a_framework_column():
     assert {j["key"]: j["framework"] for j in doc["jobs"]}["gepa/lcb/sequential_crewai/qwen/0"] == "crewai"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args,words", [
     (["--endpoints", "0"], "--endpoints must be >= 1, got 0"),
     (["--endpoints", "-8"], "--endpoints must be >= 1, got -8"),

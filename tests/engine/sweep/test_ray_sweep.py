@@ -9,6 +9,8 @@ import pytest
 
 from tests.engine.sweep.sweeputil import SELECTION, endpoint_args, plan_keys, results, run_one_by_one, start_servers, sweep
 
+pytestmark = pytest.mark.slow  # end-to-end sweeps: left out of the fast loop (-m "not slow")
+
 pytest.importorskip("ray")
 
 

@@ -6,7 +6,11 @@ import shlex
 import subprocess
 import sys
 
+import pytest
+
 from tests.test_readme import ROOT, commands
+
+pytestmark = pytest.mark.slow  # end-to-end sweeps: left out of the fast loop (-m "not slow")
 
 
 def _run(cmd: str, tmp_path) -> subprocess.CompletedProcess[str]:

@@ -17,6 +17,8 @@ import pytest
 from engine.sim.requestlog import read_log_file
 from tests.engine.sweep.sweeputil import ROOT, sweep
 
+pytestmark = pytest.mark.slow  # end-to-end sweeps: left out of the fast loop (-m "not slow")
+
 
 def _refused(url: str) -> bool:
     host, port = url.split("//")[1].split("/")[0].split(":")

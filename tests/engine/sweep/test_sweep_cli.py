@@ -9,6 +9,8 @@ import pytest
 from core.cell import parse_cell
 from tests.engine.sweep.sweeputil import SELECTION, sweep
 
+pytestmark = pytest.mark.slow  # long-running: left out of the fast loop (-m "not slow")
+
 
 @pytest.mark.parametrize("args,words", [
     (["--task-endpoint", "http://127.0.0.1:9/v1", "--model-id", "m"], "start-up check"),

@@ -11,6 +11,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from tests.engine.sweep.sweeputil import (
     ROOT,
     SELECTION,
@@ -21,6 +23,8 @@ from tests.engine.sweep.sweeputil import (
     start_servers,
     sweep,
 )
+
+pytestmark = pytest.mark.slow  # end-to-end sweeps: left out of the fast loop (-m "not slow")
 
 
 def test_an_always_failing_job_is_reported_and_the_others_finish(tmp_path):

@@ -16,6 +16,7 @@ from engine.sim.faults import FaultPlan, ScheduledFault
 from engine.sim.server import SimServer
 from engine.sweep.heal import heal_rounds
 from tests.engine.sweep.sweeputil import SELECTION, endpoint_args, plan_keys, results, start_servers, sweep
+import pytest
 
 ROW = "parallel_multiple_130"  # a BFCL test row: every job of the selection evaluates it
 
@@ -60,6 +61,7 @@ ONE = ["--runtime", "native", "--tasks", "bfcl", "--table", "3", "--methods", "i
 MIXED = {"http_500": 0.03, "http_503": 0.02, "reset": 0.02, "malformed_json": 0.02, "empty_choices": 0.01}
 
 
+@pytest.mark.slow
 def test_a_degraded_job_heals_in_the_same_run(tmp_path):
     keys = [j["key"] for j in plan_keys(*ONE) if j["runnable"]]
     # the row's first three requests fail: its rollout uses its attempt and both same-seed retries
@@ -100,6 +102,7 @@ class Outage:
         self.server.stop()
 
 
+@pytest.mark.slow
 def test_a_12_job_sweep_under_mixed_faults_and_an_outage_ends_valid_and_equal_to_a_fault_free_one(tmp_path):
     keys = [j["key"] for j in plan_keys(*SELECTION) if j["runnable"]]
     assert len(keys) == 12
@@ -124,6 +127,7 @@ def test_a_12_job_sweep_under_mixed_faults_and_an_outage_ends_valid_and_equal_to
     assert outcome(healed) == outcome(clean_results(tmp_path, keys, SELECTION))
 
 
+@pytest.mark.slow
 def test_a_lasting_fault_leaves_jobs_degraded_and_a_later_run_heals_them(tmp_path):
     keys = [j["key"] for j in plan_keys(*SELECTION) if j["runnable"]]
     sw = tmp_path / "sw"

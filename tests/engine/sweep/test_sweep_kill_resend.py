@@ -11,9 +11,13 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.engine.jobutil import stored_sim_keys
 from tests.engine.sweep.sweeputil import (ROOT, SELECTION, duplicates, endpoint_args, model_requests, plan_keys,
                                           results, start_servers, sweep)
+
+pytestmark = pytest.mark.slow  # end-to-end sweeps: left out of the fast loop (-m "not slow")
 
 # requests the endpoints answered in all (the uninterrupted sweep sends about 2,500) when each kill lands: the
 # first lands in the shared seed-bundle evaluations, the later ones among GEPA's searches and test evaluations

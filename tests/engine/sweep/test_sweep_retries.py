@@ -7,10 +7,14 @@ import json
 import sqlite3
 from collections import defaultdict
 
+import pytest
+
 from engine.sim.build import build_policy
 from engine.sim.faults import FaultPlan
 from engine.sim.server import SimServer
 from tests.engine.sweep.sweeputil import endpoint_args, model_requests, sweep
+
+pytestmark = pytest.mark.slow  # end-to-end sweeps: left out of the fast loop (-m "not slow")
 
 
 def test_duplicates_are_only_same_seed_retries_of_failed_requests(tmp_path):

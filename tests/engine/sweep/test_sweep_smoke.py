@@ -6,7 +6,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.engine.sweep.sweeputil import sweep
+
+pytestmark = pytest.mark.slow  # end-to-end sweeps: left out of the fast loop (-m "not slow")
 
 SMALL = ["--runtime", "native", "--tasks", "bfcl", "--table", "3", "--methods", "gepa,identity", "--topologies",
          "single", "--seeds", "0"]

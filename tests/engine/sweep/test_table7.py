@@ -98,6 +98,7 @@ def test_every_list_of_the_grid_is_source_tables():
     assert synthetic == {(c.method, c.registry_key, c.task, c.model): list(c.tables) for c in protocol_grid()}
 
 
+@pytest.mark.slow
 def test_sweep_plan_table7_lists_324_jobs():
     """protocol-v1 §4 table 7 through the CLI: `sweep plan --table 7`."""
     proc = subprocess.run([sys.executable, "-m", "engine", "sweep", "plan", "--table", "7", "--json"], cwd=ROOT,
