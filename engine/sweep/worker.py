@@ -1,10 +1,10 @@
 """One worker process of `sweep run --workers N` (started by engine/sweep/workers.py; not a user command).
 
-It reads its set-up (a JSON file named by its argument: endpoints, settings, the broker's socket), then job orders
-(`{"run": spec}` lines) from stdin, runs every order as a task of its event loop on one checked, shared endpoint pool whose in-flight
-slots are the node-wide ones of the parent's broker (engine/sweep/broker.py), and writes JSON lines to its
-original stdout: `{"key", "progress"}` (throttled snapshots), `{"key", "finished": headline}` or `{"key",
-"error": line}`. Anything else that writes to stdout is sent to stderr, so the channel carries only these.
+It reads its set-up (a JSON file named by its argument: endpoints, settings, the broker's socket), then job
+orders (`{"run": spec}` lines) from stdin, runs every order as a task of its event loop on one checked, shared
+endpoint pool whose in-flight slots are the node-wide ones of the parent's broker (engine/sweep/broker.py), and
+writes JSON lines to its original stdout: `{"key", "progress"}` (throttled snapshots), `{"key", "finished":
+headline}` or `{"key", "error": line}`. Anything else that writes to stdout is sent to stderr, so the channel carries only these.
 End of stdin (the parent is gone, even by kill -9), SIGTERM and SIGINT stop every job as cancellation does in
 one process: their rows stay `running` and the next `sweep run` resumes them.
 """
