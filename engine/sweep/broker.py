@@ -74,6 +74,8 @@ class SlotBroker:
         queue = self._waiters[i]
         while queue and self.in_use[i] < self.limits[i]:
             writer = queue.popleft()
+            if writer.is_closing():
+                continue
             self.in_use[i] += 1
             self._held[writer][i] += 1
             self.max_in_use[i] = max(self.max_in_use[i], self.in_use[i])
@@ -98,8 +100,12 @@ class BrokerClient:
             self._writer.close()
 
     def send(self, line: str) -> None:
-        if self._writer is None or self._writer.is_closing():
-            raise ConnectionError("the sweep's slot broker is gone")
+        """Send `line`; a release or limit to a broker that is gone is dropped (it freed everything), an acquire
+        raises ConnectionError."""
+        if self._writer is None or self._writer.is_closing() or self.lost.is_set():
+            if line.startswith("a"):
+                raise ConnectionError("the sweep's slot broker is gone")
+            return
         self._writer.write(line.encode())
 
     async def _read(self, reader: asyncio.StreamReader) -> None:

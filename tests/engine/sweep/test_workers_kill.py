@@ -124,3 +124,20 @@ def test_the_parent_killed_takes_its_workers_and_the_next_run_resumes(tmp_path, 
     assert {s for s, _ in attempts(sw).values()} == {"finished"}
     for key, record in reference.items():
         assert resumed(job_record(sw / "runs" / key)) == resumed(record), key
+
+
+def test_ctrl_c_stops_the_workers_and_leaves_the_rows_to_resume(tmp_path):
+    sims = servers(0.01)
+    sw = tmp_path / "sw"
+    try:
+        proc = start(["run", "--sweep-dir", str(sw), *SELECTION, *endpoint_args(sims), "--workers", "2",
+                      "--no-aggregate"])
+        workers = wait_for_workers(proc, sims, MID_SWEEP)
+        os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C sends: the whole foreground group
+        assert proc.wait(timeout=120) == 130
+    finally:
+        for s in sims:
+            s.stop()
+    assert not any(alive(w) for w in workers)
+    assert "running" in {s for s, _ in attempts(sw).values()}
+    assert max(n for _, n in attempts(sw).values()) == 1, "an interrupted job is not a failed attempt"
