@@ -209,3 +209,39 @@ class Replay:
                     for bodies in chains:
                         tg.start_soon(chain_of, bodies, limiter)
             return time.perf_counter() - t0
+
+
+def count_jobs_into(floor: Floor) -> None:
+    """Count every model call of the jobs of this process into `floor`, in all phases: each `Runner.run_batch` (an
+    optimizer's rollouts, a seed or candidate evaluation) is a rollout batch, any other call (reflection,
+    proposals) a single request. bench/sweep.py runs each job alone this way to get its own chain floor."""
+    from engine.chat.endpoint import Endpoint
+    from engine.runner import Runner
+
+    chat, run_batch = Endpoint.chat, Runner.run_batch
+
+    async def counted_chat(self: Endpoint, body: dict[str, Any], encoded: str | None = None) -> Any:
+        floor.request()
+        return await chat(self, body, encoded)
+
+    async def counted_batch(self: Runner, specs: Any, decoding: dict[str, Any], ledger: Any = None) -> Any:
+        floor.batch_started()
+        records: list[Any] = []
+        try:
+            records = await run_batch(self, specs, decoding, ledger)
+            return records
+        finally:
+            floor.batch_done(records)
+
+    Endpoint.chat = counted_chat  # type: ignore[method-assign]
+    Runner.run_batch = counted_batch  # type: ignore[method-assign]
+
+
+def sweep_floor(job_floors: list[float], loads: list[tuple[int, int]], delay: float) -> tuple[float, float, float]:
+    """The endpoint-bound floor of jobs run together: no sooner than the longest job's own chain floor (its
+    `Floor`, alone on the same slots), nor than any endpoint group's calls on its slots (`loads`: (calls,
+    slots) per group: the task endpoints together, the reflection endpoint) at `delay` each. Returns (floor,
+    chain bound, throughput bound)."""
+    chain = max(job_floors, default=0.0)
+    throughput = max((delay * calls / max(1, slots) for calls, slots in loads), default=0.0)
+    return max(chain, throughput), chain, throughput

@@ -25,6 +25,7 @@ from typing import Any
 from aiohttp import web
 
 from engine.sim.auth import require_bearer
+from engine.sim.concurrency import Concurrency
 from engine.sim.fault_responses import (
     FAULT_STATUS,
     RENDERED_FAULTS,
@@ -124,6 +125,7 @@ class SimServer:
             raise RuntimeError("already started")
         self._stopping = asyncio.Event()
         app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=self._middlewares)
+        self.concurrency = Concurrency.install(app, PREFLIGHT_HEADER)  # GET /v1/concurrency
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_get("/v1/models", self._models)
         app.router.add_route("*", "/{tail:.*}", self._not_found)

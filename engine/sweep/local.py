@@ -6,6 +6,8 @@ others keep the endpoints busy; the in-flight limit is per endpoint and shared b
 up to `job_retries` more times; it never stops the sweep. Cancellation (Ctrl-C) propagates: running jobs stop,
 their rows stay `running`, and the next run resumes them from their stores. Each job's progress and a heartbeat
 are recorded in sweep.sqlite while it runs (engine/sweep/live.py) for `sweep status`.
+With `sweep run --workers N` (N > 1) run_cmd uses engine/sweep/workers.py instead: the same contract in N worker
+processes, the endpoints' limits held across them.
 """
 
 from __future__ import annotations

@@ -5,6 +5,10 @@
   attach to another user's cluster (anchors.md C; RLinf#463).
 - One task per job (num_cpus=0.5: jobs are I/O bound). The driver keeps at most --max-jobs in flight and gives each
   task an equal share of every endpoint's in-flight limit, so the per-endpoint limit holds across the cluster.
+  Limit semantics: the same bound as `--workers N` on one node (never more than --limit requests in flight per
+  endpoint), but held by a static split, floor(limit / tasks in flight), not by a shared broker
+  (engine/sweep/broker.py): a task between phases idles its share, and with more tasks in flight than the limit
+  each gets 1 (the sum may then exceed the limit). On one node prefer the local executor with --workers.
 - A lost worker (node death, OOM kill) is retried by Ray (`max_retries`, system failures only); a job that raises
   is returned as a failure and resubmitted by the driver up to --job-retries, and it resumes from its own
   directory. Only the driver writes sweep.sqlite; results land in the shared sweep directory (a path every node

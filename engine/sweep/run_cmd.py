@@ -58,6 +58,8 @@ def make_parser() -> argparse.ArgumentParser:
                    "auto-detected); `local` starts a private one-machine instance")
     x.add_argument("--ray-local-cpus", type=int_in("--ray-local-cpus", 1), default=None,
                    help="CPUs of the private instance of `--address local` (default: all)")
+    x.add_argument("--workers", type=int_in("--workers", 1), default=None, help="local executor: worker processes "
+                   "(default: the CPU count; 1 runs every job in this process); endpoint limits hold across them")
     x.add_argument("--max-jobs", type=int_in("--max-jobs", 1), default=64, help="jobs running at once")
     x.add_argument("--job-retries", type=int_in("--job-retries", 0), default=1, help="extra attempts per job")
     x.add_argument("--heal-rounds", type=int_in("--heal-rounds", 0), default=3, help="rounds that re-run jobs left "
@@ -136,6 +138,8 @@ def check_flags(args: argparse.Namespace) -> None:
                              "one of them)")
     elif args.sim_delay_ms:
         raise UsageError("--sim-delay-ms applies to the built-in simulated endpoint only: add --simulated")
+    if args.executor == "ray" and args.workers is not None:
+        raise UsageError("--workers applies to the local executor only (Ray places its own workers)")
     if args.executor != "ray" and (args.address is not None or args.ray_local_cpus is not None):
         raise UsageError("--address and --ray-local-cpus apply to --executor ray only")
 
@@ -202,6 +206,14 @@ def execute(args: argparse.Namespace, todo: list[JobSpec], sweep_dir: Path, stat
                 max_jobs=args.max_jobs, job_retries=args.job_retries, cache=cache,
                 startup_timeout=args.startup_timeout, progress=progress, local_cpus=args.ray_local_cpus,
                 checked=check.last)
+        return
+    workers = args.workers if args.workers is not None else (os.cpu_count() or 1)
+    if workers > 1 and len(todo) > 1:
+        from engine.sweep.workers import run_workers
+
+        anyio.run(lambda: run_workers(todo, sweep_dir, state, settings, endpoints, model_id=model_id, workers=workers,
+                                      max_jobs=args.max_jobs, job_retries=args.job_retries, cache=cache,
+                                      startup_timeout=args.startup_timeout, progress=progress))
         return
     from engine.sweep.local import run_local
 
