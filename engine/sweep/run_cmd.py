@@ -213,7 +213,8 @@ def execute(args: argparse.Namespace, todo: list[JobSpec], sweep_dir: Path, stat
 
         anyio.run(lambda: run_workers(todo, sweep_dir, state, settings, endpoints, model_id=model_id, workers=workers,
                                       max_jobs=args.max_jobs, job_retries=args.job_retries, cache=cache,
-                                      startup_timeout=args.startup_timeout, progress=progress))
+                                      startup_timeout=args.startup_timeout, progress=progress,
+                                      checked=check.last))
         return
     from engine.sweep.local import run_local
 

@@ -12,8 +12,10 @@ one process: their rows stay `running` and the next `sweep run` resumes them.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
+import pickle
 import signal
 import sys
 from contextlib import AsyncExitStack
@@ -27,9 +29,8 @@ from engine.progress import ProgressSnapshot
 from engine.sweep.broker import BrokerClient
 from engine.sweep.endpoints import EndpointSpec, open_shared
 from engine.sweep.evalcache import EvaluationCache
-from engine.sweep.jobcall import JobSettings, run_spec
+from engine.sweep.jobcall import JobSettings, headline, run_spec
 from engine.sweep.plan import JobSpec
-from engine.sweep.state import headline
 
 
 def spec_from(d: dict[str, Any]) -> JobSpec:
@@ -65,7 +66,8 @@ async def serve(init: dict[str, Any], out: BinaryIO) -> None:
         pool, reflection = await open_shared(
             stack, endpoints, model_id=init["model_id"],
             reflection_model=settings.reflection_model if init["needs_reflection"] else None,
-            request_timeout=settings.request_timeout, startup_timeout=init["startup_timeout"])
+            request_timeout=settings.request_timeout, startup_timeout=init["startup_timeout"],
+            checked=pickle.loads(base64.b64decode(init["checked"])) if init.get("checked") else None)
         broker = BrokerClient(len(pool.endpoints) + (reflection is not None))
         await broker.connect(init["broker"])
         stack.callback(broker.close)
@@ -82,8 +84,7 @@ async def serve(init: dict[str, Any], out: BinaryIO) -> None:
             except Exception as exc:  # a job's failure is data for the parent
                 emit({"key": spec.key, "error": error_line(exc)})
                 return
-            emit({"key": spec.key, "finished": headline(result), "delta_pp": result.get("test", {})
-                  .get("delta_pp")})
+            emit({"key": spec.key, "finished": headline(result), "delta_pp": result.test.delta_pp})
 
         loop = asyncio.get_running_loop()
         stdin = asyncio.StreamReader(limit=1 << 24)

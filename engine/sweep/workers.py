@@ -21,8 +21,10 @@ workers (engine/sweep/worker.py) run the jobs, each worker many of them concurre
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
+import pickle
 import shutil
 import signal
 import sys
@@ -37,7 +39,7 @@ from anyio.abc import TaskGroup
 import engine
 from engine.progress import ProgressSnapshot
 from engine.sweep.broker import SlotBroker
-from engine.sweep.endpoints import EndpointSpec
+from engine.sweep.endpoints import Checked, EndpointSpec
 from engine.sweep.evalcache import EvaluationCache
 from engine.sweep.jobcall import JobSettings, degraded_reasons
 from engine.sweep.live import LiveProgress
@@ -138,13 +140,17 @@ class Fleet:
 
 async def run_workers(specs: list[JobSpec], sweep_dir: Path, state: SweepState, settings: JobSettings,
                       endpoints: EndpointSpec, *, model_id: str, workers: int, max_jobs: int, job_retries: int,
-                      cache: EvaluationCache | None, startup_timeout: float, progress: Progress) -> None:
-    """Run `specs` to completion in `workers` processes (engine/sweep/local.py's contract: recorded, retried)."""
+                      cache: EvaluationCache | None, startup_timeout: float, progress: Progress,
+                      checked: Checked | None = None) -> None:
+    """Run `specs` to completion in `workers` processes (engine/sweep/local.py's contract: recorded, retried).
+    `checked`: the sweep's start-up check of this pass, handed to every worker (pickled), which checks nothing
+    again."""
     needs_reflection = any(uses_reflection(s.method) for s in specs)
     groups = len(endpoints.task_urls) + (1 if needs_reflection and endpoints.reflection_url is not None else 0)
     broker = SlotBroker([endpoints.limit] * groups)
     tmp = Path(tempfile.mkdtemp(prefix="mpb-sweep-"))  # short: a Unix socket path has at most 107 bytes
     init = {"settings": asdict(settings), "endpoints": endpoints_dict(endpoints), "model_id": model_id,
+            "checked": base64.b64encode(pickle.dumps(checked)).decode() if checked is not None else None,
             "needs_reflection": needs_reflection, "startup_timeout": startup_timeout, "broker": str(tmp / "slots"),
             "sweep_dir": str(sweep_dir.resolve()), "cache_dir": str(cache.dir.resolve()) if cache else None}
     (tmp / "init.json").write_text(json.dumps(init, default=str), encoding="utf-8")
