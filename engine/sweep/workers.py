@@ -39,6 +39,7 @@ from anyio.abc import TaskGroup
 import engine
 from engine.progress import ProgressSnapshot
 from engine.sweep.broker import SlotBroker
+from engine.sweep.cost import calls_per_rollout
 from engine.sweep.endpoints import Checked, EndpointSpec
 from engine.sweep.evalcache import EvaluationCache
 from engine.sweep.jobcall import JobSettings, degraded_reasons
@@ -170,7 +171,7 @@ async def run_workers(specs: list[JobSpec], sweep_dir: Path, state: SweepState, 
                         live.running.add(spec.key)
                         try:
                             worker = await fleet.pick()
-                            answer = await worker.run(spec, live.reporter(spec.key))
+                            answer = await worker.run(spec, live.reporter(spec.key, calls_per_rollout(spec.cell)))
                             if "error" in answer:
                                 raise JobAttemptFailed(answer["error"])
                         except JobAttemptFailed as exc:
