@@ -24,7 +24,7 @@ from engine.chat.slots import Slots
 from engine.chat.health import (DEFAULT_MAX_OUTAGE_S, MAX_REDELIVERIES, OUTAGE_LINES, EndpointHealth, EventSink,
                                 PoolOutage)
 from engine.chat.errors import classify_status, decode_body, parse_completion, translate_exception
-from engine.chat.routing import SERVED_BY, make_router
+from engine.chat.routing import SERVED_BY, Router, make_router
 from engine.lifecycle import cancel, running
 from engine.log import get_logger
 
@@ -138,7 +138,7 @@ class EndpointPool:
 
     def __init__(self, endpoints: list[Endpoint], *, max_outage: float = DEFAULT_MAX_OUTAGE_S,
                  probe_interval: float = 0.5, eject_after: int = 2, on_event: EventSink | None = None,
-                 routing: str | None = None):
+                 routing: str | Router | None = None):
         if not endpoints:
             raise UsageError("no task endpoint configured")
         self.endpoints, self.router = endpoints, make_router(routing, endpoints)

@@ -177,8 +177,11 @@ class CacheAware:
 ROUTINGS = {LeastLoaded.name: LeastLoaded, CacheAware.name: CacheAware}
 
 
-def make_router(routing: str | None, targets: Sequence[Target]) -> Router:
-    """The router named `routing`; None: cache-aware when there is more than one endpoint, else least-loaded."""
+def make_router(routing: str | Router | None, targets: Sequence[Target]) -> Router:
+    """The router named `routing` (or `routing` itself, built over the same endpoints); None: cache-aware when there
+    is more than one endpoint, else least-loaded."""
+    if routing is not None and not isinstance(routing, str):
+        return routing
     name = routing or (CacheAware.name if len(targets) > 1 else LeastLoaded.name)
     if name not in ROUTINGS:
         raise UsageError(f"unknown routing {name!r}; known: {', '.join(ROUTINGS)}")

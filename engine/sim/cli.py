@@ -54,6 +54,8 @@ def make_parser() -> argparse.ArgumentParser:
                         default=DEFAULT_CAPACITY_TOKENS, metavar="N",
                         help=f"capacity in tokens of the simulated prefix cache, whose counters are served at GET "
                              f"/v1/prefix_cache (default {DEFAULT_CAPACITY_TOKENS}: off)")
+    parser.add_argument("--pad-bytes", type=int_in("--pad-bytes", 0), default=0, metavar="N",
+                        help="prefix every task answer with N bytes of filler unique to the request (long replies)")
     parser.add_argument("--log", default=None, metavar="FILE", help="append the request log to FILE as JSON lines")
     parser.add_argument("--reflection-model", default=DEFAULT_REFLECTION_MODEL,
                         help=f"model id answered as the reflection model (default {DEFAULT_REFLECTION_MODEL})")
@@ -101,7 +103,7 @@ def main(argv: Sequence[str]) -> int:
         return _usage_error(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
     server = SimServer(policy, faults=plan, delay_s=args.delay_ms / 1000.0, host=args.host, port=args.port,
                        log_path=args.log, api_key=api_key.reveal() if api_key is not None else None,
-                       prefix_cache_tokens=args.prefix_cache_tokens)
+                       prefix_cache_tokens=args.prefix_cache_tokens, pad_bytes=args.pad_bytes)
     try:
         asyncio.run(_serve(server))
     except OSError as exc:  # e.g. address in use

@@ -5,9 +5,10 @@ characters a token), cut into blocks of BLOCK_TOKENS tokens; block j is keyed by
 its end (a chain, as vLLM keys a block by its parent's hash and its own tokens), and only full blocks are cached.
 A request's cached tokens are its leading blocks found in the cache when it arrives; the rest is prefill computed.
 Its blocks become reusable when it is answered (two requests that arrive together both compute their common
-prefix, as two requests prefilled in the same step would), and the least recently used blocks are evicted beyond
-`capacity_tokens`. Blocks of generated text are not cached (the next turn's prompt recomputes the previous reply):
-a conservative model for every routing alike.
+prefix, as two requests prefilled in the same step would), the blocks its reply filled included (vLLM caches the
+full blocks of generated tokens too): the reply's text is keyed as the next turn's prompt renders it (all_text of
+the conversation with the assistant message appended), so turn k+1 finds turn k's whole conversation where turn k
+ran. The least recently used blocks are evicted beyond `capacity_tokens`.
 
 Reported per answered request in `usage.prompt_tokens_details.cached_tokens` (OpenAI's and vLLM's field; the chat
 client does not keep it, so a record never depends on where a request went) and summed in `stats()`, which the
@@ -38,24 +39,31 @@ DEFAULT_CAPACITY_TOKENS = 0  # off; 1 << 18 (262,144 tokens) is of the order of 
 
 @dataclass(frozen=True)
 class Lookup:
-    """One request's prompt as found on arrival: its full blocks' keys and how many lead blocks were cached."""
+    """One request's prompt as found on arrival: its full blocks' keys, how many lead blocks were cached, and its
+    prompt text and the hash chain over its full blocks (to key the blocks its reply fills)."""
 
     blocks: tuple[bytes, ...]
     cached_blocks: int
+    text: str = ""
+    chain: Any = None
 
     @property
     def cached_tokens(self) -> int:
         return self.cached_blocks * BLOCK_TOKENS
 
 
-def block_keys(text: str) -> tuple[bytes, ...]:
-    """Key of every full block of `text`: the hash of the text up to the block's end."""
-    chars = BLOCK_TOKENS * CHARS_PER_TOKEN
-    running, keys = hashlib.blake2b(digest_size=16), []
-    for start in range(0, (len(text) // CHARS_PER_TOKEN // BLOCK_TOKENS) * chars, chars):
-        running.update(text[start:start + chars].encode("utf-8"))
+BLOCK_CHARS = BLOCK_TOKENS * CHARS_PER_TOKEN
+
+
+def block_keys(text: str, start: int = 0, chain: Any = None) -> tuple[tuple[bytes, ...], Any]:
+    """Key of every full block of `text` from character `start` (a block boundary) on: the hash of the text up to
+    the block's end, continuing `chain` (the hash over text[:start]); and the chain after the last full block."""
+    running = hashlib.blake2b(digest_size=16) if chain is None else chain.copy()
+    keys = []
+    for at in range(start, len(text) // BLOCK_CHARS * BLOCK_CHARS, BLOCK_CHARS):
+        running.update(text[at:at + BLOCK_CHARS].encode("utf-8"))
         keys.append(running.digest())
-    return tuple(keys)
+    return tuple(keys), running
 
 
 OFF = Lookup((), 0)
@@ -75,14 +83,15 @@ class PrefixCache:
         """On arrival: the request's blocks and how many lead blocks are cached (those are touched as used)."""
         if not self.capacity_blocks:
             return OFF
-        keys = block_keys(all_text(messages))
+        text = all_text(messages)
+        keys, chain = block_keys(text)
         cached = 0
         for key in keys:
             if key not in self._blocks:
                 break
             self._blocks.move_to_end(key)
             cached += 1
-        return Lookup(keys, cached)
+        return Lookup(keys, cached, text, chain)
 
     def answered(self, found: Lookup, rendered: dict[str, Any]) -> None:
         """The request was answered: count it, cache its blocks, report its cached tokens in the response usage."""
@@ -92,7 +101,7 @@ class PrefixCache:
         if found is OFF:
             return
         self.cached_tokens += found.cached_tokens
-        for key in found.blocks:
+        for key in found.blocks + self._reply_blocks(found, rendered):
             self._blocks[key] = None
             self._blocks.move_to_end(key)
         while len(self._blocks) > self.capacity_blocks:
@@ -100,6 +109,16 @@ class PrefixCache:
             self.evicted_blocks += 1
         if isinstance(usage, dict):
             usage["prompt_tokens_details"] = {"cached_tokens": found.cached_tokens}
+
+    @staticmethod
+    def _reply_blocks(found: Lookup, rendered: dict[str, Any]) -> tuple[bytes, ...]:
+        """The keys of the full blocks the reply filled, as the next turn's prompt (with this reply) renders."""
+        choices = rendered.get("choices") or [{}]
+        message = choices[0].get("message") if isinstance(choices[0], dict) else None
+        if not isinstance(message, dict):
+            return ()
+        text = all_text([{"content": found.text}, message])
+        return block_keys(text, len(found.blocks) * BLOCK_CHARS, found.chain)[0]
 
     def stats(self) -> dict[str, Any]:
         return {"block_tokens": BLOCK_TOKENS, "capacity_tokens": self.capacity_blocks * BLOCK_TOKENS,

@@ -291,8 +291,8 @@ class SimServer:
         await self._wait(self.delay_s)
         if fault is None:
             rendered = policy.render(body, decision, key)  # type: ignore[arg-type]
-            self.prefix_cache.answered(cached, rendered)
             if self.pad_bytes and match is not None:
                 pad_content(rendered, key, self.pad_bytes)
+            self.prefix_cache.answered(cached, rendered)
             return json_response(rendered)
         return await fault_response(self.faults, self.policy, self._wait, request, fault, body, key, decision)
