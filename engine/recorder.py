@@ -12,8 +12,9 @@ reflection, a judge or a probe) and a request body, the recorder
    same seed on the one retry path (engine.retry, tenacity) up to the recorder's attempt count,
 4. records each attempt BEFORE its result is handed back, in one store operation: the call's node (with its read
    edges), the `model_call` event (request as sent, sampling params, seed, response, usage, latency, error,
-   replay origin; large bodies go to content-addressed blobs through the store's writer) and the node's final
-   status,
+   replay origin, `endpoint`: the index of the endpoint it was sent to in its pool, as job.json numbers them,
+   null when none was (replayed, or answered by a shared evaluation); large bodies go to content-addressed blobs
+   through the store's writer) and the node's final status,
 5. returns the response with its usage (`Usage.of_call`).
 
 Agent turns use one attempt (a failed turn fails the rollout attempt, which the runner retries as a whole with the
@@ -37,6 +38,7 @@ from core.errors import BadRequestError, InfrastructureError
 from core.models import Usage
 from core.vocabulary import EventType, NodeFailureKind, NodeStatus
 from engine.call_sites import CallSite
+from engine.chat.routing import SERVED_BY
 from engine.retry import RetryPolicy, retrying
 from engine.store import Committed, Store, utc_now
 
@@ -76,6 +78,7 @@ class _Attempt:
     error: InfrastructureError | None
     replayed_from: str | None
     replay_mismatch: dict[str, str] | None = None
+    endpoint: int | None = None
 
 
 def _mismatch(recorded: dict[str, Any], body_sha256: str) -> dict[str, str] | None:
@@ -155,13 +158,15 @@ class Recorder:
 
     async def _send_once(self, site: CallSite, sent: _Sent, request_key: str, started: str) -> dict[str, Any]:
         t0 = time.perf_counter()
+        SERVED_BY.set(None)  # the pool sets the endpoint it hands the request to (engine/chat/routing.py)
         try:
             response, latency = await self.endpoint.chat(sent.body, sent.encoded)
         except InfrastructureError as exc:
             await self._record(_Attempt(site, sent.body, request_key, started, None, time.perf_counter() - t0, exc,
-                                        None))
+                                        None, endpoint=SERVED_BY.get()))
             raise
-        await self._record(_Attempt(site, sent.body, request_key, started, response, latency, None, None))
+        await self._record(_Attempt(site, sent.body, request_key, started, response, latency, None, None,
+                                    endpoint=SERVED_BY.get()))
         return response
 
     def _result(self, site: CallSite, request_key: str, response: dict[str, Any],
@@ -185,7 +190,7 @@ class Recorder:
             "response": a.response, "latency_seconds": round(a.latency, 6),
             "error": None if error is None else {"kind": error.kind, "type": type(error).__name__,
                                                  "message": str(error), "status_code": error.status_code},
-            "replayed_from": a.replayed_from,
+            "replayed_from": a.replayed_from, "endpoint": a.endpoint,
         }
         if a.replay_mismatch is not None:
             payload["replay_mismatch"] = a.replay_mismatch

@@ -24,6 +24,7 @@ from engine.chat.slots import Slots
 from engine.chat.health import (DEFAULT_MAX_OUTAGE_S, MAX_REDELIVERIES, OUTAGE_LINES, EndpointHealth, EventSink,
                                 PoolOutage)
 from engine.chat.errors import classify_status, decode_body, parse_completion, translate_exception
+from engine.chat.routing import SERVED_BY, Router, make_router
 from engine.lifecycle import cancel, running
 from engine.log import get_logger
 
@@ -132,17 +133,18 @@ class EndpointPool:
     Retry-After) pauses that endpoint for Retry-After and the request is re-sent once it may go; while no endpoint
     is healthy every request waits, up to `max_outage` seconds for the whole pool. Every ejection, re-admission,
     pause and outage is reported to `on_event` (the job writes them as run mutations into the card) and the
-    outage also as a stderr line. Everything else (5xx, timeouts, bad bodies) fails the attempt as before."""
+    outage also as a stderr line. Everything else (5xx, timeouts, bad bodies) fails the attempt as before.
+    Which usable endpoint serves a request: `routing` decides (engine/chat/routing.py; cache-aware or least-loaded)."""
 
     def __init__(self, endpoints: list[Endpoint], *, max_outage: float = DEFAULT_MAX_OUTAGE_S,
-                 probe_interval: float = 0.5, eject_after: int = 2, on_event: EventSink | None = None):
+                 probe_interval: float = 0.5, eject_after: int = 2, on_event: EventSink | None = None,
+                 routing: str | Router | None = None):
         if not endpoints:
             raise UsageError("no task endpoint configured")
-        self.endpoints = endpoints
+        self.endpoints, self.router = endpoints, make_router(routing, endpoints)
         self.health = [EndpointHealth(e.capacity, eject_after=eject_after) for e in endpoints]
         self.max_outage, self.probe_interval, self.on_event = max_outage, probe_interval, on_event
         self.stats: Counter[str] = Counter()
-        self._next = 0
         self._outage_since: float | None = None
         self._outage_exceeded = False
         self._background = False
@@ -181,16 +183,17 @@ class EndpointPool:
         """Per-endpoint traffic and health, and the pool's wait counters (the card's record of the pool)."""
         return {"endpoints": [{"endpoint": e.base_url, "sent": e.sent, "answered": e.answered,
                                "healthy": h.healthy, "in_flight_limit": h.limit}
-                              for e, h in zip(self.endpoints, self.health)],
+                              for e, h in zip(self.endpoints, self.health)], "routing": self.router.name,
                 **{k: int(v) for k, v in sorted(self.stats.items())}}
 
     # ------------------------------------------------------------------ requests
     async def chat(self, body: dict[str, Any], encoded: str | None = None) -> tuple[dict[str, Any], float]:
         redeliveries, throttled_for, encoded = 0, 0.0, canonical_json(body) if encoded is None else encoded
         while True:
-            index = await self._ready()
+            index = await self._ready(body)
             endpoint, health = self.endpoints[index], self.health[index]
             self.stats["requests_sent"] += 1
+            SERVED_BY.set(index)  # the recorder names it in the call's record
             try:
                 result = await endpoint.chat(body, encoded)
             except EndpointConnectionError as exc:
@@ -207,30 +210,27 @@ class EndpointPool:
                 if throttled_for > self.max_outage:
                     raise
                 continue
+            finally:
+                self.router.finished(index)
             if health.succeeded():
                 endpoint.limiter.total_tokens = health.limit
             return result
 
-    async def _ready(self) -> int:
-        """Index of an endpoint that may take a request now; waits while none may (bounded by max_outage)."""
+    async def _ready(self, body: dict[str, Any]) -> int:
+        """Index of the endpoint to send `body` to (the router's choice among those that may take a request now);
+        waits while none may (bounded by max_outage)."""
         while True:
             now = anyio.current_time()
             usable = [i for i, h in enumerate(self.health) if h.usable(now)]
             if usable:
                 if self._outage_since is not None:
                     await self._outage_over()
-                return self._least_loaded(usable)
+                return self.router.choose(body, usable)
             healthy = [h for h in self.health if h.healthy]
             if healthy:  # only paused by Retry-After: wait for the earliest pause to end
                 await anyio.sleep(max(0.0, min(h.paused_until for h in healthy) - now))
                 continue
             await self._outage_wait(now)
-
-    def _least_loaded(self, usable: list[int]) -> int:
-        start = self._next
-        self._next += 1
-        order = sorted(usable, key=lambda i: ((i - start) % len(self.endpoints)))
-        return min(order, key=lambda i: self.endpoints[i].limiter.borrowed_tokens / self.health[i].limit)
 
     async def _outage_wait(self, now: float) -> None:
         if self._outage_since is None:

@@ -19,6 +19,7 @@ from engine.cli.args import StrictParser, check_ascii_text, check_out_file, int_
 from engine.sim import build
 from engine.sim.faults import FAULT_KINDS, FaultPlan, parse_fault_spec
 from engine.sim.policy import DEFAULT_REFLECTION_MODEL
+from engine.sim.prefix_cache import DEFAULT_CAPACITY_TOKENS
 from engine.sim.server import SimServer
 from engine.log import get_logger
 
@@ -49,6 +50,12 @@ def make_parser() -> argparse.ArgumentParser:
                         help="Retry-After seconds sent with http_429 (default 0)")
     parser.add_argument("--slow-seconds", type=positive_float("--slow-seconds", allow_zero=True), default=30.0,
                         help="how long a 'slow' fault holds the response (default 30)")
+    parser.add_argument("--prefix-cache-tokens", type=int_in("--prefix-cache-tokens", 0),
+                        default=DEFAULT_CAPACITY_TOKENS, metavar="N",
+                        help=f"capacity in tokens of the simulated prefix cache, whose counters are served at GET "
+                             f"/v1/prefix_cache (default {DEFAULT_CAPACITY_TOKENS}: off)")
+    parser.add_argument("--pad-bytes", type=int_in("--pad-bytes", 0), default=0, metavar="N",
+                        help="prefix every task answer with N bytes of filler unique to the request (long replies)")
     parser.add_argument("--log", default=None, metavar="FILE", help="append the request log to FILE as JSON lines")
     parser.add_argument("--reflection-model", default=DEFAULT_REFLECTION_MODEL,
                         help=f"model id answered as the reflection model (default {DEFAULT_REFLECTION_MODEL})")
@@ -95,7 +102,8 @@ def main(argv: Sequence[str]) -> int:
     except (EngineError, ImportError) as exc:
         return _usage_error(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
     server = SimServer(policy, faults=plan, delay_s=args.delay_ms / 1000.0, host=args.host, port=args.port,
-                       log_path=args.log, api_key=api_key.reveal() if api_key is not None else None)
+                       log_path=args.log, api_key=api_key.reveal() if api_key is not None else None,
+                       prefix_cache_tokens=args.prefix_cache_tokens, pad_bytes=args.pad_bytes)
     try:
         asyncio.run(_serve(server))
     except OSError as exc:  # e.g. address in use

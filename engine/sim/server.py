@@ -1,8 +1,9 @@
 """The labelled simulated endpoint: an aiohttp OpenAI-compatible HTTP server on 127.0.0.1.
 
-Routes: POST /v1/chat/completions (answered by a `Policy`, faults from a `FaultPlan`), GET /v1/models; anything
-else is a 404 JSON error. Every response carries the header `X-Simulated-Endpoint: true`; every JSON body the
-fields `"simulated": true` and `"simulated_note"`.
+Routes: POST /v1/chat/completions (answered by a `Policy`, faults from a `FaultPlan`), GET /v1/models, GET
+/v1/prefix_cache (engine/sim/prefix_cache.py: its simulated prefix cache); anything else is a 404 JSON error.
+Every response carries the header `X-Simulated-Endpoint: true`; every JSON body the fields `"simulated": true` and
+`"simulated_note"`.
 
 With `api_key`, every request without `Authorization: Bearer <api_key>` is answered 401 (OpenAI's error shape).
 Start-up checks (header `X-MPB-Preflight: 1`, engine/chat/preflight.py) are answered by the policy but neither
@@ -36,6 +37,7 @@ from engine.sim.fault_responses import (
 from engine.sim.faults import NO_FAULTS, FaultPlan, RequestFacts, request_key
 from engine.sim.listener import stop_accepting
 from engine.sim.policy import Policy
+from engine.sim.prefix_cache import DEFAULT_CAPACITY_TOKENS, PrefixCache
 from engine.sim.requestlog import RequestLog
 
 PREFLIGHT_HEADER = "X-MPB-Preflight"  # engine/chat/preflight.py (the sim does not import the chat client)
@@ -72,6 +74,7 @@ class SimServer:
         backlog: int = DEFAULT_BACKLOG,
         api_key: str | None = None,
         max_model_len: int | None = None,
+        prefix_cache_tokens: int = DEFAULT_CAPACITY_TOKENS,
     ) -> None:
         if backlog < 1024:
             raise ValueError("backlog must be >= 1024")
@@ -80,9 +83,8 @@ class SimServer:
         self.delay_s = float(delay_s)
         self.max_model_len = max_model_len  # reported per model in GET /v1/models (vLLM's field) when set
         self.pad_bytes = int(pad_bytes)  # large responses: this many filler bytes before each row answer
-        self.host = host
-        self.port = port
-        self.backlog = backlog
+        self.host, self.port, self.backlog = host, port, backlog
+        self.prefix_cache = PrefixCache(prefix_cache_tokens)  # engine/sim/prefix_cache.py, GET /v1/prefix_cache
         self._middlewares = [require_bearer(api_key)] if api_key else []
         self._log = RequestLog(log_path)
         self._runner: web.AppRunner | None = None
@@ -128,6 +130,7 @@ class SimServer:
         self.concurrency = Concurrency.install(app, PREFLIGHT_HEADER)  # GET /v1/concurrency
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_get("/v1/models", self._models)
+        app.router.add_get("/v1/prefix_cache", self.prefix_cache.handle)
         app.router.add_route("*", "/{tail:.*}", self._not_found)
         runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=1.0)
         await runner.setup()
@@ -282,7 +285,7 @@ class SimServer:
         decision = None
         if fault is None or fault in RENDERED_FAULTS:
             decision = policy.decide(body, match)
-        status = FAULT_STATUS.get(fault, 200)
+        status, cached = FAULT_STATUS.get(fault, 200), self.prefix_cache.lookup(body["messages"])
         self._log.record({"index": index, "key": key, "row_id": row_id, "seed": seed, "model": model,
                           "status": status, "fault": fault, "occurrence": occurrence,
                           "kind": decision.kind if decision else None, "mode": decision.mode if decision else None})
@@ -292,9 +295,6 @@ class SimServer:
             rendered = policy.render(body, decision, key)  # type: ignore[arg-type]
             if self.pad_bytes and match is not None:
                 pad_content(rendered, key, self.pad_bytes)
+            self.prefix_cache.answered(cached, rendered)
             return json_response(rendered)
-        return await self._fault_response(request, fault, body, key, decision)
-
-    async def _fault_response(self, request: web.Request, fault: str, body: dict[str, Any], key: str,
-                              decision: Any) -> web.StreamResponse:
         return await fault_response(self.faults, self.policy, self._wait, request, fault, body, key, decision)

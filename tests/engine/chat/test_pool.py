@@ -52,7 +52,8 @@ def run_pool(urls: list[str], max_outage: float, calls: int = 1):
 
     async def main():
         pool = EndpointPool([Endpoint(u, "test-model", capacity=2, timeouts=Timeouts(connect=1, read=5))
-                             for u in urls], max_outage=max_outage, probe_interval=0.05, on_event=sink)
+                             for u in urls], max_outage=max_outage, probe_interval=0.05, on_event=sink,
+                            routing="least-loaded")  # every endpoint gets tried (routing: tests/engine/chat/test_routing*)
         results = []
         try:
             async with pool.health_probes():
