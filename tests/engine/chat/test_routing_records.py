@@ -37,8 +37,9 @@ def run(out: Path, routing: str) -> dict[str, Any]:
                            out=str(out), budget=600, task_endpoints=[s.base_url for s in servers],
                            model_id="test-model", data_dir=None, concurrency=6, quiet=True, request_timeout=10.0)
         try:
-            return await run_job(JobConfig(**{**cfg.__dict__, "retry": RetryPolicy(base_delay=0.0)}), bench,
-                                 shared_pool=pool)
+            result = await run_job(JobConfig(**{**cfg.__dict__, "retry": RetryPolicy(base_delay=0.0)}), bench,
+                                   shared_pool=pool)
+            return result.to_json()
         finally:
             await pool.aclose()
 
