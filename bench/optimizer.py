@@ -208,7 +208,7 @@ def bench_method(method: str, args: argparse.Namespace, run: int = 0) -> Ratios:
             tracemalloc.start()
         t0 = time.perf_counter()
         try:
-            result = anyio.run(run_job, cfg)
+            result = anyio.run(run_job, cfg).to_json()
         finally:
             total = time.perf_counter() - t0
             peak = tracemalloc.get_traced_memory()[1] if args.tracemalloc else None
