@@ -12,7 +12,7 @@ processes, the endpoints' limits held across them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -21,6 +21,7 @@ import anyio
 
 from engine.chat.auth import scrub
 from engine.chat.endpoint import EndpointPool
+from engine.progress import ProgressSnapshot
 from engine.sweep.cost import calls_per_rollout
 from engine.sweep.endpoints import Checked, EndpointSpec, open_shared
 from engine.sweep.evalcache import EvaluationCache
@@ -36,6 +37,33 @@ def error_line(exc: BaseException) -> str:
     while isinstance(exc, BaseExceptionGroup):  # the first leaf names the cause
         exc = exc.exceptions[0]
     return " ".join(scrub(f"{type(exc).__name__}: {exc}").split())
+
+
+async def run_attempts(spec: JobSpec, attempt: Callable[[Callable[[ProgressSnapshot], None]],
+                                                 Awaitable[tuple[dict[str, Any], float | None]]],
+                       *, state: SweepState, progress: Progress, live: LiveProgress, job_retries: int,
+                       runs_dir: Path, failure: type[Exception] = Exception,
+                       describe: Callable[[BaseException], str] = error_line) -> None:
+    """One job's attempts, for every executor: each recorded as started, its live progress reported, a `failure`
+    recorded (described by `describe`) and retried up to `job_retries` more times, a success recorded with its
+    headline (`attempt(report)` returns it and the delta_pp) and whether infrastructure failures left it degraded."""
+    for attempt_index in range(job_retries + 1):
+        number = await anyio.to_thread.run_sync(state.start, spec.key)
+        progress.started(spec.key, number)
+        live.running.add(spec.key)
+        try:
+            shown, delta_pp = await attempt(live.reporter(spec.key, calls_per_rollout(spec.cell)))
+        except failure as exc:  # a job's failure is data: recorded, retried, never the sweep's
+            final = attempt_index == job_retries
+            await anyio.to_thread.run_sync(state.fail, spec.key, describe(exc), final)
+            progress.failed_attempt(spec.key, describe(exc), final)
+            continue
+        finally:
+            live.running.discard(spec.key)
+        degraded = await anyio.to_thread.run_sync(degraded_reasons, spec, runs_dir)
+        await anyio.to_thread.run_sync(state.finish, spec.key, shown, degraded)
+        progress.finished(spec.key, delta_pp, degraded)
+        return
 
 
 async def run_local(specs: list[JobSpec], sweep_dir: Path, state: SweepState, settings: JobSettings,
@@ -55,26 +83,14 @@ async def run_local(specs: list[JobSpec], sweep_dir: Path, state: SweepState, se
         live = LiveProgress(state)
 
         async def one(spec: JobSpec) -> None:
+            async def attempt(report: Callable[[ProgressSnapshot], None]) -> tuple[dict[str, Any], float | None]:
+                result = await run_spec(spec, sweep_dir / "runs", settings, pool, reflection,
+                                        cache.for_job(spec.key) if cache is not None else None, report)
+                return headline(result), result.test.delta_pp
+
             async with jobs:
-                for attempt_index in range(job_retries + 1):
-                    attempt = await anyio.to_thread.run_sync(state.start, spec.key)
-                    progress.started(spec.key, attempt)
-                    live.running.add(spec.key)
-                    try:
-                        result = await run_spec(spec, sweep_dir / "runs", settings, pool, reflection,
-                                                cache.for_job(spec.key) if cache is not None else None,
-                                                live.reporter(spec.key, calls_per_rollout(spec.cell)))
-                    except Exception as exc:  # a job's failure is data: recorded, retried, never the sweep's
-                        final = attempt_index == job_retries
-                        await anyio.to_thread.run_sync(state.fail, spec.key, error_line(exc), final)
-                        progress.failed_attempt(spec.key, error_line(exc), final)
-                        continue
-                    finally:
-                        live.running.discard(spec.key)
-                    degraded = await anyio.to_thread.run_sync(degraded_reasons, spec, sweep_dir / "runs")
-                    await anyio.to_thread.run_sync(state.finish, spec.key, headline(result), degraded)
-                    progress.finished(spec.key, result.test.delta_pp, degraded)
-                    return
+                await run_attempts(spec, attempt, state=state, progress=progress, live=live,
+                                   job_retries=job_retries, runs_dir=sweep_dir / "runs")
 
         async with anyio.create_task_group() as outer:
             outer.start_soon(live.run)

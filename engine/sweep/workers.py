@@ -29,6 +29,7 @@ import shutil
 import signal
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -39,11 +40,11 @@ from anyio.abc import TaskGroup
 import engine
 from engine.progress import ProgressSnapshot
 from engine.sweep.broker import SlotBroker
-from engine.sweep.cost import calls_per_rollout
 from engine.sweep.endpoints import Checked, EndpointSpec
 from engine.sweep.evalcache import EvaluationCache
-from engine.sweep.jobcall import JobSettings, degraded_reasons
+from engine.sweep.jobcall import JobSettings
 from engine.sweep.live import LiveProgress
+from engine.sweep.local import run_attempts
 from engine.sweep.plan import JobSpec
 from engine.sweep.progress import Progress
 from engine.sweep.state import SweepState
@@ -164,27 +165,16 @@ async def run_workers(specs: list[JobSpec], sweep_dir: Path, state: SweepState, 
             fleet = Fleet(max(1, min(workers, len(specs))), tmp / "init.json", outer)
 
             async def one(spec: JobSpec, fleet: Fleet) -> None:
+                async def attempt(report: Callable[[ProgressSnapshot], None]) -> tuple[dict[str, Any], float | None]:
+                    answer = await (await fleet.pick()).run(spec, report)
+                    if "error" in answer:
+                        raise JobAttemptFailed(answer["error"])
+                    return answer["finished"], answer.get("delta_pp")
+
                 async with jobs:
-                    for attempt_index in range(job_retries + 1):
-                        attempt = await anyio.to_thread.run_sync(state.start, spec.key)
-                        progress.started(spec.key, attempt)
-                        live.running.add(spec.key)
-                        try:
-                            worker = await fleet.pick()
-                            answer = await worker.run(spec, live.reporter(spec.key, calls_per_rollout(spec.cell)))
-                            if "error" in answer:
-                                raise JobAttemptFailed(answer["error"])
-                        except JobAttemptFailed as exc:
-                            final = attempt_index == job_retries
-                            await anyio.to_thread.run_sync(state.fail, spec.key, str(exc), final)
-                            progress.failed_attempt(spec.key, str(exc), final)
-                            continue
-                        finally:
-                            live.running.discard(spec.key)
-                        degraded = await anyio.to_thread.run_sync(degraded_reasons, spec, sweep_dir / "runs")
-                        await anyio.to_thread.run_sync(state.finish, spec.key, answer["finished"], degraded)
-                        progress.finished(spec.key, answer.get("delta_pp"), degraded)
-                        return
+                    await run_attempts(spec, attempt, state=state, progress=progress, live=live,
+                                       job_retries=job_retries, runs_dir=sweep_dir / "runs",
+                                       failure=JobAttemptFailed, describe=str)
 
             outer.start_soon(live.run)
             async with anyio.create_task_group() as tg:
