@@ -1,6 +1,6 @@
 """Benchmark of a full 600-rollout optimizer job on the simulated endpoint (50 ms per request by default).
 
-    python bench/optimizer.py [--method gepa|mipro|mapro|maspo|all] [--delay-ms 50] [--concurrency 64]
+    python bench/optimizer.py [--method gepa|mipro|mapro|maspo|tavo|hivemind|all] [--delay-ms 50] [--concurrency 64]
                               [--cell task=bfcl,topology=sequential,team_size=4] [--keep DIR] [--tracemalloc]
                               [--sim-in-process] [--runs N]
 
@@ -58,12 +58,15 @@ import optimizers.mapro.potentials as potentials  # noqa: E402
 import optimizers.mapro.method as mapro_method  # noqa: E402
 import optimizers.maspo.credit as credit  # noqa: E402
 import optimizers.maspo.method as maspo_method  # noqa: E402
+import optimizers.tavo.credit as tavo_credit  # noqa: E402
+import optimizers.tavo.method as tavo_method  # noqa: E402
 from engine.chat.endpoint import Endpoint  # noqa: E402
 from engine.job.config import JobConfig, build_config  # noqa: E402
 from engine.job.optimization import LedgerRunner  # noqa: E402
 import engine.job.run_job as job_module  # noqa: E402
 from engine.job.context import JobContext  # noqa: E402
 from engine.job.run_job import run_job  # noqa: E402
+import engine.sim.start  # noqa: E402, F401  (provides the simulated endpoint to a job given none)
 from engine.runner import RetryPolicy, Runner  # noqa: E402
 from core.cell import parse_cell  # noqa: E402
 from core.errors import UsageError  # noqa: E402
@@ -71,7 +74,10 @@ from core.vocabulary import SIMULATED_REFLECTION_MODEL_ID, SIMULATED_TASK_MODEL_
 from bench.floor import CHAIN, THUNK, Floor, InFlight, Replay  # noqa: E402
 from core.canonical import canonical_json  # noqa: E402
 
-METHODS = ("gepa", "mipro", "mapro", "maspo")
+METHODS = ("gepa", "mipro", "mapro", "maspo", "tavo", "hivemind")
+# hivemind runs masked coalitions, which only the centralized topology honours: it runs on this cell unless
+# --cell already names a centralized one
+MASK_CELL = "task={task},topology=centralized,team_size=4"
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -143,6 +149,7 @@ def instrument(requests: InFlight, rollouts: InFlight, floor: Floor, replay: Rep
     LedgerRunner._run = timed_run  # type: ignore[method-assign]
     potentials.gather = credit.gather = timed_gather  # type: ignore[assignment]
     maspo_method.gather = mapro_method.gather = timed_gather  # type: ignore[assignment]
+    tavo_method.gather = tavo_credit.gather = timed_gather  # type: ignore[assignment]
     Runner._rollout = timed_rollout  # type: ignore[method-assign]
     job_module.optimize = timed_optimize  # the optimize phase as run_job calls it
 
@@ -169,8 +176,15 @@ def sim_process(task: str, delay_ms: float) -> Iterator[str]:
         errors.close()
 
 
+def method_cell(method: str, cell: str) -> str:
+    if method != "hivemind" or parse_cell(cell).topology == "centralized":
+        return cell
+    return MASK_CELL.format(task=parse_cell(cell).task)
+
+
 def job_config(method: str, args: argparse.Namespace, out: Path, url: str | None) -> JobConfig:
-    common: dict[str, Any] = {"cell": args.cell, "method": method, "seed": 0, "out": str(out), "budget": 600,
+    cell = method_cell(method, args.cell)
+    common: dict[str, Any] = {"cell": cell, "method": method, "seed": 0, "out": str(out), "budget": 600,
                               "data_dir": None, "concurrency": args.concurrency, "quiet": True}
     if url is None:  # the job's built-in simulated endpoint, on a thread of this process
         cfg = build_config(task_endpoints=None, model_id=None, **common)
@@ -222,7 +236,7 @@ def bench_method(method: str, args: argparse.Namespace, run: int = 0) -> Ratios:
     usage = opt["usage"]
     calls = {k: usage.get(k, {}).get("model_calls", 0) for k in ("reflection", "judge", "probe")}
     where = "in-process thread" if args.sim_in_process else "own process"
-    print(f"method={method} cell={args.cell} delay={args.delay_ms:.0f}ms concurrency={args.concurrency} sim={where} "
+    print(f"method={method} cell={method_cell(method, args.cell)} delay={args.delay_ms:.0f}ms concurrency={args.concurrency} sim={where} "
           f"stop={opt['stop_reason']} charged={opt['budget']['charged']} uncharged calls={calls}")
     threads = "all its threads, the simulated endpoint's included" if args.sim_in_process else "all its threads"
     print(f"  wall: optimize {wall:.2f} s, whole job {total:.2f} s; CPU of this process during optimize "
@@ -293,6 +307,7 @@ def main(argv: list[str] | None = None) -> int:
             (Endpoint.chat, LedgerRunner._run, potentials.gather, Runner._rollout,  # type: ignore[method-assign]
              job_module.optimize) = originals
             credit.gather = maspo_method.gather = mapro_method.gather = originals[2]
+            tavo_method.gather = tavo_credit.gather = originals[2]  # type: ignore[assignment]
         lines.append(summary(method, ratios))
     if args.runs > 1:
         print("\n".join(lines))

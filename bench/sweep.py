@@ -12,7 +12,11 @@ Prints (JSON), figures only, no asserts:
 - vs the reference layout: one process per job with serialized rollouts (one request in flight), projected from
   each job's model-call count times the per-call wall time measured by one serialized job run here,
 - engine CPU per model call of the packed sweep: this process plus its worker processes (their resource usage as
-  children; the endpoints are other processes, not counted).
+  children; the endpoints are other processes, not counted), per endpoint request and per recorded call (the calls
+  the jobs' cards hold: those the endpoints answered plus those the shared evaluations answered, which cost the
+  engine a whole rollout but no request; counted as the same jobs' requests when each runs alone),
+- the node's CPU: the simulated endpoints' own CPU seconds (/proc) and the share of the node's cores busy with
+  the engine and the endpoints over the packed wall (near 1: the sweep is CPU-bound, not slot-bound).
 Jobs: BFCL, table 3, gepa + identity on single/independent/sequential/centralized, seeds 0-2, budget 40
 (--allow-small-budget). `--tiny`: single/independent, seed 0, budget 20, 20 ms per call, limit 8 (smoke test).
 
@@ -68,6 +72,15 @@ def start_sim(delay_ms: float) -> tuple[subprocess.Popen[str], str]:
 def concurrency(url: str) -> dict[str, Any]:
     with urllib.request.urlopen(f"{url}/concurrency", timeout=30) as resp:
         return dict(json.loads(resp.read()))
+
+
+def process_cpu(pid: int) -> float:
+    """A process's CPU seconds so far (Linux /proc; 0 elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def children_cpu() -> float:
@@ -147,9 +160,10 @@ def main() -> None:
     delay = args.delay_ms / 1000
     try:
         before = [concurrency(u) for u in urls + [reflection]]
-        cpu0, kids0 = time.process_time(), children_cpu()
+        cpu0, kids0, sims0 = time.process_time(), children_cpu(), sum(process_cpu(p.pid) for p, _ in sims)
         wall = sweep(jobs, tmp / "packed", urls, reflection, args, args.workers)
         cpu_parent, cpu_workers = time.process_time() - cpu0, children_cpu() - kids0
+        cpu_sims = sum(process_cpu(p.pid) for p, _ in sims) - sims0
         after = [concurrency(u) for u in urls + [reflection]]
         calls = [a["requests"] - b["requests"] for a, b in zip(after, before)]
         util = [(a["area"] - b["area"]) / (a["clock"] - b["clock"]) / args.limit for a, b in zip(after, before)]
@@ -190,6 +204,10 @@ def main() -> None:
         "model_calls_packed": sum(calls), "model_calls_jobs_alone": sum(per_job_calls.values()),
         "engine_cpu_s_parent": round(cpu_parent, 2), "engine_cpu_s_workers": round(cpu_workers, 2),
         "engine_cpu_ms_per_call": round(1000 * (cpu_parent + cpu_workers) / max(1, sum(calls)), 3),
+        "engine_cpu_ms_per_recorded_call": round(1000 * (cpu_parent + cpu_workers)
+                                                 / max(1, sum(per_job_calls.values())), 3),
+        "endpoint_processes_cpu_s": round(cpu_sims, 2),
+        "node_cpu_busy_fraction": round((cpu_parent + cpu_workers + cpu_sims) / (wall * (os.cpu_count() or 1)), 2),
     }
     print(json.dumps(report, indent=2))
 

@@ -5,7 +5,7 @@ Adding a dataset is its package `benchmarks/<name>/` (exposing `BENCHMARK`, foun
 plus ONE `DatasetSpec` in `DATASET_TABLE`. The entry says where the data lives (`data_dir_env`, the environment
 variable the loader reads when no --data-dir is given), whether it is one of section 4's application tasks
 (tables 4-7), and the command-line options the dataset takes: engine/cli/job_cmd.py adds them to `job` and `run`,
-engine/job/benchmark_setup.py refuses each one for any other task. The table is data in core (the cell grammar in
+engine/benchmark_setup.py refuses each one for any other task. The table is data in core (the cell grammar in
 core/cell.py checks task names, and core imports nothing of ours), like the method table (core/methods.py).
 """
 

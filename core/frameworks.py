@@ -30,6 +30,7 @@ class FrameworkSpec:
     table2_topologies: tuple[str, ...] = ()
     grid_column: bool = False
     only_topology: str | None = None
+    member_masks: bool = False  # honours coalition masks (core/coalition.py); HiveMind needs it
 
     @property
     def install_hint(self) -> str:
@@ -37,16 +38,16 @@ class FrameworkSpec:
 
 
 _SPECS = (
-    FrameworkSpec(NATIVE, "mas-promptbench-engine/anyio-native-v1"),
-    FrameworkSpec("langgraph", "mas-promptbench-engine/langgraph-gateway-v1", "frameworks.langgraph", "langgraph",
+    FrameworkSpec(NATIVE, "mas-promptbench-engine/anyio-native-v1", member_masks=True),
+    FrameworkSpec("langgraph", "mas-promptbench-engine/langgraph-gateway-v1", "topologies.frameworks.langgraph", "langgraph",
                   ("langgraph", "langchain_core", "langchain_openai"), table2_topologies=("single", "independent"),
                   grid_column=True),
-    FrameworkSpec("crewai", "mas-promptbench-engine/crewai-gateway-v1", "frameworks.crewai", "crewai", ("crewai",),
+    FrameworkSpec("crewai", "mas-promptbench-engine/crewai-gateway-v1", "topologies.frameworks.crewai", "crewai", ("crewai",),
                   table2_topologies=("sequential",), only_topology="sequential"),
-    FrameworkSpec("autogen", "mas-promptbench-engine/autogen-gateway-v1", "frameworks.autogen", "autogen",
+    FrameworkSpec("autogen", "mas-promptbench-engine/autogen-gateway-v1", "topologies.frameworks.autogen", "autogen",
                   ("autogen_agentchat", "autogen_core", "autogen_ext"), table2_topologies=("centralized",),
                   only_topology="centralized"),
-    FrameworkSpec("openai_agents", "mas-promptbench-engine/openai-agents-sdk-gateway-v1", "frameworks.agents_sdk",
+    FrameworkSpec("openai_agents", "mas-promptbench-engine/openai-agents-sdk-gateway-v1", "topologies.frameworks.agents_sdk",
                   "agents", ("agents",), table2_topologies=("decentralized",), only_topology="decentralized"),
 )
 # THE registration: name -> spec (`native` first, then the protocol's framework labels)
@@ -74,6 +75,11 @@ def table2_framework(topology: str) -> str | None:
 def single_topology_frameworks() -> dict[str, str]:
     """framework -> the one topology it runs (crewai: sequential, ...)."""
     return {name: spec.only_topology for name, spec in FRAMEWORK_TABLE.items() if spec.only_topology}
+
+
+def honours_member_masks(framework: str) -> bool:
+    spec = FRAMEWORK_TABLE.get(framework)
+    return spec is not None and spec.member_masks
 
 
 def frameworks_help() -> str:

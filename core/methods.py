@@ -17,6 +17,7 @@ import enum
 from dataclasses import dataclass
 
 from core.errors import UsageError
+from core.frameworks import honours_member_masks
 
 
 class GridRole(enum.StrEnum):
@@ -30,6 +31,22 @@ class GridRole(enum.StrEnum):
 
 
 @dataclass(frozen=True)
+class MethodOption:
+    """A named option of a method (`--method-option NAME=VALUE`), passed to its factory as keyword `name`. Only
+    `default` is protocol-conformant; any other value marks the job non-conformant (`method_option_NAME_VALUE`).
+    `values` are the accepted spellings; `kwargs` maps each to the keyword value the factory receives."""
+
+    name: str
+    values: tuple[str, ...]
+    default: str
+    help: str
+    kwargs: tuple[tuple[str, object], ...] = ()  # value -> keyword value when it is not the string itself
+
+    def keyword(self, value: str) -> object:
+        return dict(self.kwargs).get(value, value)
+
+
+@dataclass(frozen=True)
 class MethodSpec:
     """Everything the engine needs to know about a method before it builds one.
 
@@ -39,7 +56,8 @@ class MethodSpec:
     optimizer seed seeds the method's own `random.Random` (core/seeds.py `method_rng_seed`; part of the protocol).
     `single_agent`: the grid also runs it on topology=single (section 4: only gepa and mipro). `judge_tasks`: the
     `<judge_task>KIND</judge_task>` tags its judge prompts carry (the simulated endpoint scripts a verdict per
-    kind). The smallest budget is the optimizer's own (core.optimizer `SizedBudget`, else `smallest_useful_budget`).
+    kind). `options`: its named options (MethodOption; non-conformant unless default). The smallest budget is the
+    optimizer's own (core.optimizer `SizedBudget`, else `smallest_useful_budget`).
     """
 
     name: str
@@ -51,6 +69,8 @@ class MethodSpec:
     uses_reflection: bool = False
     task_model_components: tuple[str, ...] = ()
     judge_tasks: tuple[str, ...] = ()
+    options: tuple[MethodOption, ...] = ()
+    needs_member_masks: bool = False  # runs masked coalitions: refused on a runtime without member masks
 
     @property
     def implemented(self) -> bool:
@@ -71,11 +91,24 @@ _SPECS = (
     MethodSpec("maspo", "coordinate ascent over roles with a pairwise-judged beam, 8.4",
                factory="optimizers.maspo:Maspo", grid_role=GridRole.PRIMARY, uses_reflection=True,
                task_model_components=("judge",), judge_tasks=("pairwise",)),
-    MethodSpec("hivemind", "HiveMind CG-OPO, 8.5, not implemented", grid_role=GridRole.EXTENDED),
+    # --- hivemind (8.5): coalition masks, reflection only; plan 90001*s + hm_seed, row order 100003*s + hm_seed ---
+    MethodSpec("hivemind", "HiveMind CG-OPO: Shapley credit over masked coalitions, appended lessons, 8.5",
+               factory="optimizers.hivemind:HiveMind", grid_role=GridRole.EXTENDED, rng_base=0,
+               uses_reflection=True, needs_member_masks=True),
+    # --- end hivemind ---
     MethodSpec("mamut_gepa", "MAMUT on the gepa engine, 8.6, not implemented", grid_role=GridRole.EXTENDED),
     MethodSpec("maspob", "LinUCB over prompt combinations, 8.7, not implemented",
                grid_role=GridRole.EXTENDED),
-    MethodSpec("tavo", "TAVO / TRUCE, 8.8, not implemented", grid_role=GridRole.EXTENDED, rng_base=233),
+    # --- tavo (8.8): its judge kind and its options ---
+    MethodSpec("tavo", "TAVO / TRUCE: credited sub-trajectories, one shared verbalized-policy overlay, 8.8",
+               factory="optimizers.tavo:Tavo", grid_role=GridRole.EXTENDED, rng_base=233, uses_reflection=True,
+               task_model_components=("judge",), judge_tasks=("subtrajectory",),
+               options=(MethodOption("mode", ("truce-release", "tavo-paper-reproduction", "tavo-hybrid"),
+                                     "truce-release", "truce-release: one shared overlay; tavo-paper-reproduction: "
+                                     "per-agent refinement; tavo-hybrid: both"),
+                        MethodOption("credit", ("1", "0"), "1", "TAVO_CREDIT: 0 = the no-credit ablation",
+                                     kwargs=(("1", True), ("0", False))))),
+    # --- end tavo ---
 )
 # THE registration: name -> spec, in the protocol's order (the grid's and the CLI's orders follow it)
 METHOD_TABLE: dict[str, MethodSpec] = {spec.name: spec for spec in _SPECS}
@@ -126,3 +159,43 @@ def check_method(name: str) -> str:
     if name not in implemented_methods():
         raise UsageError(f"unknown method {name!r}; known methods: {', '.join(sorted(implemented_methods()))}")
     return name
+
+
+def method_options(name: str, given: dict[str, str]) -> tuple[dict[str, object], list[str]]:
+    """The factory keywords of `--method-option NAME=VALUE` pairs and the non-conformance reasons they bring (one
+    per non-default value); a one-line UsageError for an unknown option or value."""
+    spec = METHOD_TABLE.get(name)
+    known = {o.name: o for o in (spec.options if spec else ())}
+    kwargs: dict[str, object] = {}
+    reasons = []
+    for key, value in given.items():
+        option = known.get(key)
+        if option is None:
+            raise UsageError(f"method {name!r} has no option {key!r}; options: {', '.join(known) or 'none'}")
+        if value not in option.values:
+            raise UsageError(f"method option {key}={value!r}: expected one of {', '.join(option.values)}")
+        kwargs[key] = option.keyword(value)
+        if value != option.default:
+            reasons.append(f"method_option_{key}_{value}")
+    return kwargs, reasons
+
+
+def check_member_masks(method: str, framework: str, topology: str, claims: bool) -> None:
+    """A method that runs masked coalitions needs a runtime that honours masks (framework and topology): else one
+    line, a UsageError (exit 2)."""
+    spec = METHOD_TABLE.get(method)
+    if spec is None or not spec.needs_member_masks:
+        return
+    if not honours_member_masks(framework):
+        raise UsageError(f"{method} needs coalition masking (optimizer_control), which the {framework} runtime does "
+                         "not honour; run it with framework=native")
+    if not claims:
+        raise UsageError(f"{method} needs coalition masking (optimizer_control), which topology {topology} does not "
+                         "honour")
+
+
+def options_help() -> str:
+    """`method: name=v1|v2 (default d)` of every registered method option, for the CLI's help."""
+    found = [f"{spec.name}: {o.name}={'|'.join(o.values)} (default {o.default})"
+             for spec in METHOD_TABLE.values() for o in spec.options]
+    return "; ".join(found) or "none"

@@ -9,16 +9,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence, runtime_checkable
 
+from core.coalition import CoalitionGame, MemberMask
 from core.ledger import LedgerSnapshot
 from core.models import PromptBundle, RolloutRecord, Row
+from core.transcript import Transcript
 
 
 class OptimizerRunner(Protocol):
     roles: tuple[str, ...]
 
-    async def run_batch(self, rows: Sequence[Row], bundle: PromptBundle, iteration: int | str) -> list[RolloutRecord]:
+    async def run_batch(self, rows: Sequence[Row], bundle: PromptBundle, iteration: int | str, *,
+                        control: MemberMask | None = None) -> list[RolloutRecord]:
         """Charged rollouts (reserved before dispatch, trimmed at the cap; rows past it come back
-        budget-exhausted and uncharged), in input order."""
+        budget-exhausted and uncharged), in input order. `control`: a coalition mask (core/coalition.py) the
+        runtime must honour and acknowledge, else the job fails; optimize phase only."""
         ...
 
     def budget(self) -> LedgerSnapshot: ...
@@ -96,14 +100,18 @@ class ModelClient(Protocol):
 
 class SessionRunner(OptimizerRunner, Protocol):
     """The RunnerSession view (protocol-v1 section 7) MAPRO and MASPO need on top of OptimizerRunner:
-    paired rollouts and per-role transcripts."""
+    paired rollouts and the transcripts of recorded rollouts (MAPRO, MASPO, TAVO); `game`: the coalition game of
+    the team when its runtime honours member masks (HiveMind), else None."""
+
+    game: CoalitionGame | None
 
     async def run_paired(self, rows: Sequence[Row], bundle: PromptBundle, iteration: int | str,
-                         pair_key: str) -> list[RolloutRecord]:
+                         pair_key: str, *, control: MemberMask | None = None) -> list[RolloutRecord]:
         """As run_batch, but the request seed of row i depends on (`iteration`, row, `pair_key`, i) and not on the
         bundle, so two bundles run under the same `pair_key` see the same item AND seed (a paired comparison)."""
         ...
 
-    def role_outputs(self, record: RolloutRecord) -> dict[str, str]:
-        """The last reply text of every role in one recorded rollout, in the order the roles first spoke."""
+    async def transcripts(self, records: Sequence[RolloutRecord]) -> list[Transcript]:
+        """Every recorded turn of each rollout (role, member, turn, messages, reply, tool replies; core.transcript),
+        in input order; read off the event loop."""
         ...

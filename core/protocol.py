@@ -14,7 +14,7 @@ PROTOCOL_ID: Final = "mas-promptbench-v1"  # the one definition (Final: its type
 FULL_BUDGET = 600
 MAX_INFRA_RETRIES = 2  # 3 attempts at most, same request seed
 # Section 5.6: the condition names the runtime implementation that ran it. `native` is this project's own anyio
-# runtime (topologies/); the others are this project's framework runtimes (frameworks/: the framework's own agents
+# runtime (topologies/); the others are this project's framework runtimes (topologies/frameworks/: the framework's own agents
 # and graph, their model calls through the recording gateway). One id per framework, declared in its entry of the
 # framework table (core/frameworks.py).
 RUNTIME_IMPLEMENTATION_IDS: dict[str, str] = {name: spec.runtime_implementation_id

@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from core.coalition import MemberMask
 from core.errors import ContractError, InfrastructureError
 from core.framework import GatewaySession
 from core.models import Usage
@@ -29,18 +30,24 @@ from engine.gateway.turn import GatewayTurn
 from engine.recorder import Recorder
 from engine.store import Store, utc_now
 
-if TYPE_CHECKING:
-    from engine.gateway.server import Gateway
 
 ToolExecutor = Callable[[str, Any], Awaitable[str]]
+
+
+class GatewaySessions(Protocol):
+    """The recording gateway as the context sees it (engine/gateway/server.py `Gateway`, passed in by the runner
+    that serves it): it opens one attempt's session, driving this context's turns."""
+
+    def session(self, ctx: RecordedAgentContext, framework: str) -> AbstractAsyncContextManager[GatewaySession]: ...
 
 
 class RecordedAgentContext:
     def __init__(self, *, store: Store, pool: EndpointPool, rollout_node: str, execution_id: str,
                  rollout_seed: int, decoding: Decoding, tool_executor: ToolExecutor | None,
-                 record_calls: bool = True, gateway: Gateway | None = None, secrets: tuple[str, ...] | None = None,
-                 seed_scheme: str = TURN_HASH_SCHEME):
+                 record_calls: bool = True, gateway: GatewaySessions | None = None, secrets: tuple[str, ...] | None = None,
+                 seed_scheme: str = TURN_HASH_SCHEME, control: MemberMask | None = None):
         self.pool = pool
+        self.control = control  # the rollout's coalition mask (topologies/coalition.py reads it), else None
         self.seed_scheme = seed_scheme  # the topology's member seed scheme (core.seeds.member_seed_scheme)
         self.secrets = recorded_secrets() if secrets is None else secrets
         self.rollout_node = rollout_node

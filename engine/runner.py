@@ -20,35 +20,25 @@ from typing import Any
 import anyio
 
 from core.benchmark import Benchmark
-from core.canonical import content_hash
-from core.errors import EndpointTimeout, InfrastructureError, ScorerError
+from core.coalition import CONTROL_KEY
+from core.errors import ContractError, EndpointTimeout, InfrastructureError, ScorerError
 from core.ledger import BudgetLedger, Reservation
-from core.models import PromptBundle, RolloutRecord, RolloutStatus, Row, Usage
+from core.models import RolloutRecord, RolloutStatus, Row, Usage
 from core.protocol import MAX_INFRA_RETRIES, Decoding
 from core.seeds import member_seed_scheme
 from core.topology import Topology
-from core.vocabulary import Actor, NodeFailureKind, NodeStatus
+from core.vocabulary import Actor, MutationType, NodeFailureKind, NodeStatus, Phase
 from engine.agent_context import RecordedAgentContext
 from engine.chat.auth import recorded_secrets
 from engine.chat.endpoint import EndpointPool
 from engine.containment import attempt_failure
 from engine.gateway.server import Gateway
 from engine.retry import RetryPolicy, retrying
-from engine.rollout_ops import Outcome, build_record, finish_op
+from engine.rollout import Outcome, RolloutSpec, build_record, finish_op, rollout_key
 from engine.store import Committed, Store
 
 BUDGET_EXHAUSTED_ERROR = "rollout budget exhausted; rollout not executed"
-
-
-@dataclass(frozen=True)
-class RolloutSpec:
-    row: Row
-    bundle: PromptBundle
-    seed: int
-    phase: str
-    rollout_key: str
-    evaluation_id: str | None = None
-    position: int = 0
+__all__ = ["BUDGET_EXHAUSTED_ERROR", "CallTally", "RetryPolicy", "RolloutSpec", "Runner", "rollout_key"]
 
 
 class _Slot:
@@ -96,6 +86,8 @@ class Runner:
                         ledger: BudgetLedger | None = None) -> list[RolloutRecord]:
         """Run specs concurrently; records come back in input order. With a ledger, the batch is reserved before
         dispatch and trimmed at the cap: rows past it come back budget-exhausted and uncharged."""
+        for spec in specs:
+            self._check_control(spec)
         res = ledger.reserve(len(specs)) if ledger is not None else None
         granted = res.granted if res is not None else len(specs)
         results: list[RolloutRecord | None] = [None] * len(specs)
@@ -122,6 +114,15 @@ class Runner:
                   ledger: BudgetLedger | None = None) -> RolloutRecord:
         return (await self.run_batch([spec], decoding, ledger))[0]
 
+    def _check_control(self, spec: RolloutSpec) -> None:
+        """A coalition mask only in the optimize phase, and only on a runtime that claims masks."""
+        if spec.control is None:
+            return
+        if spec.phase != Phase.OPTIMIZE:
+            raise ContractError(f"a member mask (optimizer_control) in phase {spec.phase}: masks are optimize-only")
+        if not getattr(self.topology, "member_masks", False):
+            raise ContractError(f"topology {self.topology.name} does not honour coalition masks (optimizer_control)")
+
     # ------------------------------------------------------------------ one rollout
     def _node_id(self, spec: RolloutSpec) -> str:
         return f"{spec.phase}/{spec.row.id}/{spec.rollout_key[:16]}"
@@ -133,7 +134,12 @@ class Runner:
             record = RolloutRecord.model_validate(stored).model_copy(update={"replayed": True})
             for _ in range(record.attempts - (1 if record.status.usable else 0)):
                 slot.infra_attempt()
-            slot.commit(record.status)
+            charged = slot.commit(record.status)
+            if spec.phase == Phase.OPTIMIZE and slot.ledger is not None:  # the ledger's story in every generation
+                written.append(self.store.submit(lambda conn: self.store.op_mutation(
+                    conn, MutationType.LEDGER_COMMITTED, "run", self.store.run_id, actor=Actor.LEDGER,
+                    new={"rollout": record.rollout_id, "status": record.status.value, "charged": charged,
+                         "replayed": True})))
             return self._emit(record)
         node_id = self._node_id(spec)
         self._executed.add(spec.rollout_key)
@@ -202,7 +208,8 @@ class Runner:
         ctx = RecordedAgentContext(store=self.store, pool=self.pool, rollout_node=node_id,
                                    execution_id=execution_id, rollout_seed=spec.seed, decoding=decoding,
                                    tool_executor=executor, record_calls=self.record_calls, gateway=self.gateway,
-                                   secrets=self._secrets, seed_scheme=member_seed_scheme(self.topology.name))
+                                   secrets=self._secrets, seed_scheme=member_seed_scheme(self.topology.name),
+                                   control=spec.control)
         t0 = anyio.current_time()
         if self.record_calls and attempt > 1:
             await self.store.set_node_status(node_id, NodeStatus.RUNNING, actor=Actor.RUNNER,
@@ -216,6 +223,8 @@ class Runner:
             self.calls.replayed += ctx.replayed_calls
         if ctx.calls_observed == 0:
             raise ScorerError("zero observed model calls")
+        if spec.control is not None and not (output.metadata.get(CONTROL_KEY) or {}).get("acknowledged"):
+            raise ContractError(f"topology {self.topology.name} did not acknowledge the rollout's member mask")
         try:
             if self._score_async is not None:
                 score = await self._score_async(row, output)
@@ -257,7 +266,3 @@ class Runner:
             self.on_record(record)
         return record
 
-
-def rollout_key(**fields: Any) -> str:
-    """Logical identity of a rollout (phase context, row, bundle, seed); the replay key in the store."""
-    return content_hash(fields)

@@ -1,4 +1,4 @@
-"""Which runtime runs a cell: the engine's own topologies (`native`) or a framework runtime (frameworks/).
+"""Which runtime runs a cell: the engine's own topologies (`native`) or a framework runtime (topologies/frameworks/).
 
 A framework runtime lives in an install extra; when it is missing, the job is refused with one line naming the
 extra (exit 2) before anything is written. Modules, extras and import names are the framework table's

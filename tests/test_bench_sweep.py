@@ -19,7 +19,8 @@ FIGURES = ("runtime", "job_frameworks", "workers", "jobs", "task_endpoints", "de
            "speedup_vs_one_at_a_time", "reference_serialized_s_per_call",
            "reference_one_process_per_job_all_parallel_wall_s", "reference_one_process_per_job_one_at_a_time_s",
            "speedup_vs_reference_parallel_processes", "speedup_vs_reference_sequential", "model_calls_packed",
-           "model_calls_jobs_alone", "engine_cpu_s_parent", "engine_cpu_s_workers", "engine_cpu_ms_per_call")
+           "model_calls_jobs_alone", "engine_cpu_s_parent", "engine_cpu_s_workers", "engine_cpu_ms_per_call",
+           "engine_cpu_ms_per_recorded_call", "endpoint_processes_cpu_s", "node_cpu_busy_fraction")
 
 
 @pytest.mark.parametrize("runtime,framework", [("native", "native"), ("frameworks", "langgraph")])
@@ -37,3 +38,7 @@ def test_a_tiny_run_prints_every_figure(runtime, framework):
     assert report["packed_wall_over_floor"] == pytest.approx(report["packed_wall_s"] / report["floor_s"], rel=0.02)
     assert report["model_calls_packed"] > 0 and report["engine_cpu_s_workers"] > 0
     assert report["engine_cpu_ms_per_call"] > 0
+    # the jobs' cards hold at least the calls the endpoints answered (shared evaluations answer the rest)
+    assert report["model_calls_jobs_alone"] >= report["model_calls_packed"]
+    assert 0 < report["engine_cpu_ms_per_recorded_call"] <= report["engine_cpu_ms_per_call"]
+    assert report["endpoint_processes_cpu_s"] >= 0 and report["node_cpu_busy_fraction"] > 0

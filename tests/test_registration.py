@@ -21,9 +21,9 @@ from core.methods import GridRole, MethodSpec
 from core.protocol import runtime_implementation_id
 from core.seeds import method_rng_seed
 from engine.aggregate.synthetic import grid_cells
-from engine.cli.args import StrictParser
+from engine.args import StrictParser
 from engine.cli.job_cmd import job_parser
-from engine.job.benchmark_setup import configure_benchmark, dataset_options
+from engine.benchmark_setup import configure_benchmark, dataset_options
 from engine.runtimes import build_topology, install_hint, missing_extra
 from engine.sim.judge import SimJudge, judge_tasks, unscripted_judge_tasks
 from engine.sweep.cli import add_grid_options, data_dirs, planned_jobs

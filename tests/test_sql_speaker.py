@@ -1,7 +1,7 @@
 """One SQL speaker (issue 36, item 3): the job's store (card.sqlite) is written and read through engine/store only;
-callers name a unit of work (`store.cancel_running(...)`, `store.role_outputs(...)`) and the SQL lives there.
+callers name a unit of work (`store.cancel_running(...)`, `store.transcripts(...)`) and the SQL lives there.
 
-The rule, precisely: no production module (core, engine, topologies, optimizers, benchmarks, frameworks) holds SQL
+The rule, precisely: no production module (core, engine, topologies, optimizers, benchmarks) holds SQL
 text in a string literal (docstrings and comments aside) or passes one to `.execute` / `.executemany` /
 `.executescript`, except
 - engine/store/**: the store itself;
@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PRODUCTION = ("core", "engine", "topologies", "optimizers", "benchmarks", "frameworks")
+PRODUCTION = ("core", "engine", "topologies", "optimizers", "benchmarks")
 ALLOWED = {Path("engine/sweep/state.py"), Path("engine/cards/export.py"), Path("benchmarks/hotpotqa/corpus.py")}
 SQL = re.compile(r"^\s*(SELECT|INSERT|UPDATE|DELETE|REPLACE|CREATE|DROP|ALTER|PRAGMA|WITH)\s+\S", re.ASCII)
 

@@ -25,8 +25,10 @@ from typing import Any
 from core.benchmark import Benchmark, rerenders_handoffs
 from core.communication import CommunicationLog
 from core.contracts import ContractPolicy
+from core.coalition import CoalitionGame
 from core.models import AgentOutput, PromptBundle, Row
 from core.topology import AgentContext, ChatReply, agent_scope
+from topologies.coalition import CENTRALIZED_RULE, acknowledge, centralized_team, mask_of
 from topologies.messages import (assistant_message, call_arguments, editable, finish_output,
                                  react, system_prompt, tool_message, tools_for)
 from topologies.report_round import report_round
@@ -73,6 +75,7 @@ def worker_view(task: str, shared: list[tuple[str, str]], worker: str, instructi
 
 class Centralized:
     name = "centralized"
+    member_masks = True  # honours coalition masks (topologies/coalition.py)
 
     def __init__(self, team_size: int = 4, communication: str = "freeform", contract_version: int = 1):
         self.team_size = check_team_size(self.name, team_size)
@@ -84,15 +87,21 @@ class Centralized:
         team = team_spec(task).centralized(team_size)
         return [team.manager, *(w.name for w in team.workers)]
 
+    def coalition_game(self, task: str, team_size: int) -> CoalitionGame:
+        team = team_spec(task).centralized(team_size)
+        return CoalitionGame(players=tuple(w.name for w in team.workers), anchor=team.manager, empty_runs=True)
+
     async def run(self, row: Row, bundle: PromptBundle, ctx: AgentContext, bench: Benchmark) -> AgentOutput:
-        team = team_spec(bench.name).centralized(self.team_size)
+        mask = mask_of(ctx)
+        team = centralized_team(team_spec(bench.name).centralized(self.team_size), mask)
+        present = (team.manager, *(w.name for w in team.workers))
         comm = CommunicationLog(self.communication, bench.report_vocabulary,
                                 rerender=rerenders_handoffs(bench, self.name))
         native = [] if bench.answer_is_native_call else tools_for(bench, row, self.name)
         if team.mode == "report_round":  # section 2.4: a report round, no delegation loop
             output, outputs = await report_round(team, row, bundle, ctx, bench, comm, self.policy, native)
             output = output.model_copy(update={"metadata": {**output.metadata, "role_outputs": outputs}})
-            return await finish_output(bench, row, ctx, output)
+            return acknowledge(await finish_output(bench, row, ctx, output), mask, present, CENTRALIZED_RULE)
         loop = _DelegationLoop(self, row, bundle, ctx, bench, team, comm, native)
         while loop.turns < team.max_turns:
             if await loop.manager_turn():
@@ -104,7 +113,7 @@ class Centralized:
         if loop.last_tool_result is not None:
             output = output.model_copy(update={"metadata": {**output.metadata,
                                                             "last_tool_result": loop.last_tool_result}})
-        return await finish_output(bench, row, ctx, output)
+        return acknowledge(await finish_output(bench, row, ctx, output), mask, present, CENTRALIZED_RULE)
 
     def _output(self, row: Row, bench: Benchmark, team: CentralizedTeam, final: str | None, turns: int,
                 stop: str, delegations: list[str], invalid: list[dict[str, Any]],

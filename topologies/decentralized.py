@@ -17,7 +17,9 @@ from core.communication import CommunicationLog
 from core.contracts import ContractPolicy
 from core.models import AgentOutput, PromptBundle, Row
 from core.topology import AgentContext
+from core.coalition import CoalitionGame, member_name
 from core.voting import majority_vote
+from topologies.coalition import DECENTRALIZED_RULE, acknowledge, mask_of, present_members
 from topologies.members import run_members
 from topologies.messages import (AgentTurn, editable, finish_output, react, system_prompt,
                                  tools_for)
@@ -36,6 +38,7 @@ def peers_message(round_index: int, answers: list[tuple[int, str]]) -> str:
 
 class Decentralized:
     name = "decentralized"
+    member_masks = True  # honours coalition masks (topologies/coalition.py)
 
     def __init__(self, team_size: int = 4, communication: str = "freeform", rounds: int | None = None,
                  contract_version: int = 1):
@@ -47,6 +50,10 @@ class Decentralized:
 
     def roles(self, task: str, team_size: int) -> list[str]:
         return [team_spec(task).debater_role()]
+
+    def coalition_game(self, task: str, team_size: int) -> CoalitionGame:
+        role = team_spec(task).debater_role()
+        return CoalitionGame(players=tuple(member_name(role, i) for i in range(self.team_size)))
 
     async def run(self, row: Row, bundle: PromptBundle, ctx: AgentContext, bench: Benchmark) -> AgentOutput:
         spec = team_spec(bench.name)
@@ -62,36 +69,41 @@ class Decentralized:
         limit = spec.debate_step_limit() if tools else 1
         conversations: list[list[dict[str, Any]]] = [
             [{"role": "system", "content": system}, {"role": "user", "content": task}] for _ in range(n)]
-        previous: list[AgentTurn] = []
+        mask = mask_of(ctx)
+        members = [m for m, runs in enumerate(present_members(role, n, mask)) if runs]  # masked peers never run
+        previous: dict[int, AgentTurn] = {}
         last_tool_result: list[str | None] = [None] * n
         for round_index in range(rounds):
-            reads: list[tuple[str, ...]] = [()] * n
+            reads: dict[int, tuple[str, ...]] = {m: () for m in members}
             if previous:
-                shown = [comm.handoff(f"{role}.{m}", t.text) for m, t in enumerate(previous)]
-                for member in range(n):
-                    others = [(m, shown[m]) for m in range(n) if m != member]
+                shown = {m: comm.handoff(f"{role}.{m}", t.text) for m, t in previous.items()}
+                for member in members:
+                    others = [(m, shown[m]) for m in members if m != member]
                     conversations[member].append({"role": "user", "content": peers_message(round_index, others)})
-                    reads[member] = tuple(previous[m].node_id for m in range(n) if m != member)
-            current: list[AgentTurn | None] = [None] * n
+                    reads[member] = tuple(previous[m].node_id for m in members if m != member)
+            current: dict[int, AgentTurn] = {}
 
-            async def peer(member: int) -> None:
+            async def peer(k: int) -> None:
+                member = members[k]
                 current[member] = await react(ctx, role=role, member=member, messages=conversations[member],
                                               tools=tools, reads=reads[member], max_steps=limit)
 
-            await run_members(n, peer)
-            previous = [t for t in current if t is not None]
-            for member, turn in enumerate(previous):
+            await run_members(len(members), peer)
+            previous = {m: current[m] for m in members if m in current}
+            for member, turn in previous.items():
                 comm.report(f"{role}.{member}", turn.text)
                 if turn.last_tool_result is not None:
                     last_tool_result[member] = turn.last_tool_result
 
         # each peer's artifact is final before the vote (e.g. its own repository checkout's diff)
+        voters = list(previous)
         outputs = [await finish_output(bench, row, ctx, AgentOutput(text=t.text, selected_member=m))
-                   for m, t in enumerate(previous)]
+                   for m, t in previous.items()]
         vote = majority_vote([bench.vote_key(row, o) for o in outputs])
         chosen = outputs[vote.selected]
         metadata: dict[str, Any] = {"team_size": n, "rounds": rounds, "vote": vote.summary(), **comm.metadata(),
                                     "role_outputs": {role: chosen.text}}
-        if last_tool_result[vote.selected] is not None:
-            metadata["last_tool_result"] = last_tool_result[vote.selected]
+        if last_tool_result[voters[vote.selected]] is not None:
+            metadata["last_tool_result"] = last_tool_result[voters[vote.selected]]
+        chosen = acknowledge(chosen, mask, tuple(member_name(role, m) for m in members), DECENTRALIZED_RULE)
         return chosen.model_copy(update={"metadata": {**chosen.metadata, **metadata}})

@@ -19,10 +19,12 @@ import anyio
 from core.benchmark import Benchmark
 from core.communication import CommunicationLog
 from core.contracts import ContractPolicy
+from core.coalition import CoalitionGame, member_name
 from core.models import AgentOutput, PromptBundle, Row
 from core.topology import AgentContext
 from core.voting import majority_vote
 from topologies.members import run_members
+from topologies.coalition import INDEPENDENT_RULE, acknowledge, mask_of, present_members
 from topologies.messages import (AgentTurn, editable, finish_output, react, system_prompt,
                                  tools_for)
 from topologies.teams import check_team_size, team_spec
@@ -30,6 +32,7 @@ from topologies.teams import check_team_size, team_spec
 
 class Independent:
     name = "independent"
+    member_masks = True  # honours coalition masks (topologies/coalition.py)
 
     def __init__(self, team_size: int = 4, communication: str = "freeform", contract_version: int = 1):
         self.team_size = check_team_size(self.name, team_size)
@@ -40,9 +43,15 @@ class Independent:
     def roles(self, task: str, team_size: int) -> list[str]:
         return [team_spec(task).independent_role()]
 
+    def coalition_game(self, task: str, team_size: int) -> CoalitionGame:
+        role = team_spec(task).independent_role()
+        return CoalitionGame(players=tuple(member_name(role, i) for i in range(self.team_size)))
+
     async def run(self, row: Row, bundle: PromptBundle, ctx: AgentContext, bench: Benchmark) -> AgentOutput:
         spec = team_spec(bench.name)
         role = spec.independent_role()
+        mask = mask_of(ctx)
+        runs = present_members(role, self.team_size, mask)
         comm = CommunicationLog(self.communication, bench.report_vocabulary, rerender=False)
         system = system_prompt(editable(bundle, role), answering=True, bench=bench, comm=comm, role=role,
                                policy=self.policy)
@@ -54,6 +63,8 @@ class Independent:
         cap = bench.independent_wall_clock_s
 
         async def replica(member: int) -> None:
+            if not runs[member]:
+                return  # masked: never runs, abstains from the vote
             messages: list[dict[str, Any]] = [{"role": "system", "content": system},
                                               {"role": "user", "content": task}]
             with anyio.move_on_after(float(cap) if cap else math.inf):
@@ -77,7 +88,7 @@ class Independent:
         metadata["role_outputs"] = {role: chosen.text}  # the shared role's output = the selected replica's
         if cap:
             metadata["wall_clock_cap_s"] = float(cap)
-        timed_out = [i for i, t in enumerate(turns) if t is None]
+        timed_out = [i for i, t in enumerate(turns) if t is None and runs[i]]
         if timed_out:
             metadata["timed_out_members"] = timed_out
         selected_turn = turns[vote.selected]
@@ -86,4 +97,5 @@ class Independent:
         stopped = [i for i, t in enumerate(turns) if t is not None and t.stop]
         if stopped:
             metadata["step_limit_members"] = stopped
-        return chosen.model_copy(update={"metadata": {**chosen.metadata, **metadata}})
+        return acknowledge(chosen.model_copy(update={"metadata": {**chosen.metadata, **metadata}}), mask,
+                           tuple(member_name(role, i) for i in range(self.team_size) if runs[i]), INDEPENDENT_RULE)

@@ -13,8 +13,10 @@ from typing import Any
 from core.benchmark import Benchmark, rerenders_handoffs
 from core.communication import CommunicationLog
 from core.contracts import ContractPolicy
+from core.coalition import CoalitionGame
 from core.models import AgentOutput, PromptBundle, Row
 from core.topology import AgentContext
+from topologies.coalition import SEQUENTIAL_RULE, acknowledge, mask_of, sequential_stages
 from topologies.messages import editable, finish_output, react, system_prompt, tools_for
 from topologies.teams import check_team_size, team_spec
 
@@ -29,6 +31,7 @@ def stage_message(template_text: str, prior: list[tuple[str, str]]) -> str:
 
 class Sequential:
     name = "sequential"
+    member_masks = True  # honours coalition masks (topologies/coalition.py)
 
     def __init__(self, team_size: int = 4, communication: str = "freeform", contract_version: int = 1):
         self.team_size = check_team_size(self.name, team_size)
@@ -39,9 +42,13 @@ class Sequential:
     def roles(self, task: str, team_size: int) -> list[str]:
         return [stage.role for stage in team_spec(task).stages(team_size)]
 
+    def coalition_game(self, task: str, team_size: int) -> CoalitionGame:
+        return CoalitionGame(players=tuple(self.roles(task, team_size)))
+
     async def run(self, row: Row, bundle: PromptBundle, ctx: AgentContext, bench: Benchmark) -> AgentOutput:
         spec = team_spec(bench.name)
-        stages = spec.stages(self.team_size)
+        mask = mask_of(ctx)
+        stages = sequential_stages(spec.stages(self.team_size), mask)
         comm = CommunicationLog(self.communication, bench.report_vocabulary,
                                 rerender=rerenders_handoffs(bench, self.name))
         task = bench.render_task(row)
@@ -81,4 +88,5 @@ class Sequential:
         if last_tool_result is not None:
             metadata["last_tool_result"] = last_tool_result
         output = AgentOutput(text=text, selected_member=0, metadata=metadata)
-        return await finish_output(bench, row, ctx, output)
+        return acknowledge(await finish_output(bench, row, ctx, output), mask, tuple(s.role for s in stages),
+                           SEQUENTIAL_RULE)

@@ -21,7 +21,7 @@ from engine.aggregate.discovery import find_results, load_results
 from engine.aggregate.plots import PlotUnavailable, load_pyplot, write_plots
 from engine.aggregate.summary import FAMILIES, aggregate
 from engine.aggregate.tables import format_table
-from engine.cli.args import ParseError, StrictParser, check_out_directory, check_out_file
+from engine.args import ParseError, StrictParser, check_out_directory, check_out_file
 from engine.log import get_logger
 
 log = get_logger("engine.aggregate")
@@ -89,7 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except SystemExit as exc:  # --help
         return int(exc.code or 0)
-    if args.out is not None:  # checked before any output: one line, exit 2 (engine/cli/args.py)
+    if args.out is not None:  # checked before any output: one line, exit 2 (engine/args.py)
         check_out_file(args.out, "--out")
     if args.plot is not None:
         check_out_directory(args.plot, "--plot")

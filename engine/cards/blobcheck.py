@@ -10,9 +10,9 @@ from typing import Any
 
 from core.blobs import BLOB_KEY
 from core.canonical import sha256_hex
-from core.cards.lines import Located
-from core.cards.model import STREAMS, Manifest
-from core.cards.problems import Problem
+from engine.cards.format.lines import Located
+from engine.cards.format.model import STREAMS, Manifest
+from engine.cards.format.problems import Problem
 from engine.cards.bundle import Bundle, blob_path, stream_path
 from engine.cards.manifest import MANIFEST
 

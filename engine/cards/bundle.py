@@ -11,8 +11,8 @@ import zipfile
 from collections import Counter
 from pathlib import Path
 
-from core.cards.lines import Located, decode_lines
-from core.cards.model import STREAMS
+from engine.cards.format.lines import Located, decode_lines
+from engine.cards.format.model import STREAMS
 from core.errors import ArtifactError, UsageError
 
 ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)

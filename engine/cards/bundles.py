@@ -16,10 +16,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from core.canonical import content_hash
-from core.cards.lines import Located
-from core.cards.model import BUNDLES_FILE, BundleRecord
-from core.cards.omissions import marker_paths
-from core.cards.problems import Problem
+from engine.cards.format.lines import Located
+from engine.cards.format.model import BUNDLES_FILE, BundleRecord
+from engine.cards.format.omissions import marker_paths
+from engine.cards.format.problems import Problem
 from core.errors import ArtifactError
 
 SOURCES = (("optimization.json", "seed_bundle", "seed"), ("optimization.json", "incumbent_bundle", "incumbent"),

@@ -7,6 +7,8 @@
                                        CARD: a bundle directory or .zip; exit 0 only when no error is found
     card rescore CARD --rule NAME      recompute a number from the card alone; records the rule and drops manifest
     card rules                         list the registered reporting rules
+    card verify CARD --rescore [--data-dir DIR] [dataset options]
+                                       re-run the protocol scorer on every recorded final output; exit 1 if any differ
     card schema --out DIR              JSON Schemas of every stream, the manifest, registry, drops and namespaces
     card view CARD --out DIR           a static, self-contained HTML viewer (DIR/index.html)
 
@@ -21,18 +23,20 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from core.cards.model import RELEASE_CLASSES
-from core.cards.problems import errors
+from engine.cards.format.model import RELEASE_CLASSES
+from engine.cards.format.problems import errors
 from core.errors import UsageError
 from engine.cards.bundle import Bundle
 from engine.cards.export import Redaction, export_card
 from engine.cards.rescore import apply_rule, format_outcome, run_rule
-from engine.cards.rules import all_rules
+from engine.cards.rule_table import all_rules
 from engine.cards.parquet import export_parquet, import_parquet
 from engine.cards.schema import write_schemas
 from engine.cards.validate import validate_bundle, validate_path
+from engine.cards.verify import card_task, rescore
 from engine.cards.view import write_view
-from engine.cli.args import ParseError, StrictParser, check_path_names
+from engine.benchmark_setup import add_dataset_options, configure_benchmark, dataset_options
+from engine.args import ParseError, StrictParser, check_path_names
 from engine.store.check import check_store_file
 from engine.log import get_logger
 
@@ -74,6 +78,14 @@ def build_parser() -> argparse.ArgumentParser:
     rs.add_argument("--dry-run", action="store_true", help="print only; do not write into the card")
     rs.add_argument("--json", action="store_true", help="print the rule entry as JSON")
     sub.add_parser("rules", help="list the registered reporting rules", description="List the reporting rules.")
+    vf = sub.add_parser("verify", help="re-run the benchmark's scorer on the recorded outputs",
+                        description="With --rescore: load each rollout's row from the dataset (the job's --data-dir "
+                                    "and dataset options), score its recorded final output under this engine's "
+                                    "protocol scorer, and print every score that differs; exit 1 if any does.")
+    vf.add_argument("card", type=Path, metavar="CARD")
+    vf.add_argument("--rescore", action="store_true", required=True, help="re-score every recorded final output")
+    vf.add_argument("--data-dir", default=None, metavar="DIR", help="the dataset directory the job read")
+    add_dataset_options(vf)
     im = sub.add_parser("import", help="rebuild the JSONL card from a Parquet export",
                         description="Rebuild every JSONL stream from PARQUET_DIR, check each against the manifest's "
                                     "sha256, validate the card, and write it only when valid.")
@@ -164,6 +176,16 @@ def _rescore(args: argparse.Namespace) -> int:
     return 0 if outcome.result.status == "ok" else 1
 
 
+def _verify(args: argparse.Namespace) -> int:
+    from benchmarks.registry import get_benchmark
+
+    bundle = Bundle.load(args.card)
+    bench = configure_benchmark(get_benchmark(card_task(bundle)), dataset_options(args), args.data_dir, run=False)
+    report = rescore(bundle, bench, args.data_dir)
+    print("\n".join(report.lines()))
+    return 1 if report.differences else 0
+
+
 def _rules(args: argparse.Namespace) -> int:
     for rule in all_rules():
         print(f"{rule.rule_id}\t{rule.kind}\t{rule.metric}\t{rule.description}")
@@ -197,5 +219,5 @@ def _view(args: argparse.Namespace) -> int:
     return 0
 
 
-_COMMANDS = {"export": _export, "validate": _validate, "rescore": _rescore, "rules": _rules, "import": _import,
-             "schema": _schema, "view": _view}
+_COMMANDS = {"export": _export, "validate": _validate, "rescore": _rescore, "verify": _verify, "rules": _rules,
+             "import": _import, "schema": _schema, "view": _view}

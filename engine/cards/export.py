@@ -14,18 +14,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from core.artifact_parse import parse_artifact
 from core.artifacts import Artifact, JobIdentity, JobResult, Optimization
 from core.blobs import externalize, resolve
 from core.canonical import content_hash, sha256_hex
-from core.cards.lines import encode_lines
-from core.cards.model import (BUNDLES_FILE, COLUMNS, FORMAT, FORMAT_VERSION, INLINE_CAP_BYTES, JSON_COLUMNS,
+from engine.cards.format.lines import encode_lines
+from engine.cards.format.model import (BUNDLES_FILE, COLUMNS, FORMAT, FORMAT_VERSION, INLINE_CAP_BYTES, JSON_COLUMNS,
                               REASON_CODES, REGISTRY_FILE, RELEASE_CLASSES, SEQUENCE_SCOPE, STREAMS, ReleaseScope)
-from core.cards.redact import scrub_secrets
+from engine.cards.format.redact import scrub_secrets
 from core.errors import ArtifactError, UsageError
 from core.seeds import seed_derivation
 from engine.cards.bundle import Bundle, blob_path, stream_path
-from engine.job.artifacts import parse_artifact
 from engine.cards.bundles import read_bundles
+from engine.cards.derivation import derivation
 from engine.cards.manifest import json_bytes, set_manifest
 from engine.cards.namespaces import declare_namespaces
 from engine.cards.producer import producer
@@ -169,7 +170,7 @@ def run_metadata(run_dir: Path, rows: dict[str, list[dict[str, Any]]], run_id: s
         if selection else None,
         "test": {k: test.get(k) for k in test_keys if k in test} if test else None,
         "optimization": optimization_summary(optimization),
-        "policy_version": None,
+        "policy_version": None, "derivation": derivation(run_dir),
     }
 
 

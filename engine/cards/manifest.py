@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from core.canonical import sha256_hex
-from core.cards.model import STREAMS
+from engine.cards.format.model import STREAMS
 from engine.cards.bundle import Bundle, stream_path
 
 MANIFEST = "manifest.json"

@@ -6,9 +6,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from core.cards.lines import Located
-from core.cards.omissions import marker_paths
-from core.cards.problems import Problem
+from engine.cards.format.lines import Located
+from engine.cards.format.omissions import marker_paths
+from engine.cards.format.problems import Problem
 
 
 class _Payload(BaseModel):

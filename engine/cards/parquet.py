@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from core.canonical import canonical_json, sha256_hex
-from core.cards.lines import encode_lines, loads
-from core.cards.model import BUNDLES_FILE, COLUMNS, JSON_COLUMNS, STREAMS
+from engine.cards.format.lines import encode_lines, loads
+from engine.cards.format.model import BUNDLES_FILE, COLUMNS, JSON_COLUMNS, STREAMS
 from core.errors import ArtifactError, UsageError
 from engine.cards.bundle import Bundle, stream_path
 from engine.cards.manifest import MANIFEST, json_bytes

@@ -16,8 +16,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from core.blobs import resolve
-from core.cards.lines import Located
-from core.cards.model import ROW_MODELS, STREAMS, FilterRecord, ReadRecord, RowsRead
+from engine.cards.format.lines import Located
+from engine.cards.format.model import ROW_MODELS, STREAMS, FilterRecord, ReadRecord, RowsRead
 from core.errors import ArtifactError
 from engine.cards.bundle import Bundle
 

@@ -8,8 +8,9 @@
   cannot run is unverifiable and an error (E_HEADLINE_UNVERIFIED).
 
 A registry entry of a rule this engine does not know (a custom rule) cannot be re-run: W_RULE_UNKNOWN. A known rule
-whose recorded implementation hash differs from the running code still is re-run; the hash difference alone is
-W_RULE_IMPLEMENTATION.
+whose recorded implementation hash differs from the running code still is re-run; the hash difference is
+E_RULE_IMPLEMENTATION (a replaced implementation), or W_RULE_IMPLEMENTATION when the entry declares the rule
+re-registered (`"re_registered": true`).
 """
 
 from __future__ import annotations
@@ -20,13 +21,14 @@ from typing import Any
 from pydantic import ValidationError
 
 from core.canonical import canonical_json
-from core.cards.lines import Located
-from core.cards.model import REGISTRY_FILE, Manifest, RuleEntry
-from core.cards.problems import Problem
+from engine.cards.format.lines import Located
+from engine.cards.format.model import REGISTRY_FILE, Manifest, RuleEntry
+from engine.cards.format.problems import Problem
 from core.errors import ArtifactError
 from engine.cards.bundle import Bundle
 from engine.cards.rescore import Outcome, run_rule
-from engine.cards.rules import RULES, all_rules
+from engine.cards.rule_table import all_rules
+from engine.cards.rules import RULES
 
 TEST_NUMBERS = ("baseline_mean", "deployed_mean", "delta_pp", "valid_for_aggregation")
 
@@ -71,7 +73,7 @@ def _entries(registry: Any) -> list[tuple[int, RuleEntry]]:
         try:
             out.append((i, RuleEntry.model_validate(raw)))
         except ValidationError:
-            continue  # reported by core.cards.scope.registry_problems
+            continue  # reported by engine.cards.format.scope.registry_problems
     return out
 
 
@@ -94,9 +96,12 @@ def recompute_rules(bundle: Bundle, registry: Any, drops: dict[str, Any], rows: 
             continue
         fresh[entry.rule_id] = outcome
         recorded, now = entry.model_dump(mode="json"), outcome.entry.model_dump(mode="json")
+        declared = bool(recorded.pop("re_registered", None))
+        now.pop("re_registered", None)
         if recorded.pop("implementation") != now.pop("implementation"):
-            out.append(Problem("W_RULE_IMPLEMENTATION", where, f"rule {entry.rule_id!r} was recorded by code whose "
-                                                               "closure hash differs from this engine's"))
+            out.append(Problem("W_RULE_IMPLEMENTATION" if declared else "E_RULE_IMPLEMENTATION", where,
+                               f"rule {entry.rule_id!r} was recorded by code whose closure hash differs from this "
+                               f"engine's{' (declared re-registered)' if declared else ''}"))
         diff = list(differences(recorded, now))
         if diff:
             out.append(Problem("E_RULE_MISMATCH", where, f"rule {entry.rule_id!r} recomputed from the streams "

@@ -1,11 +1,11 @@
 """What the exporter removes from a card and how it records it (release_scope.omissions).
 
-1. Credentials are scrubbed from every stream and bundle record (always on; `core.cards.redact.scrub_secrets`).
+1. Credentials are scrubbed from every stream and bundle record (always on; `engine.cards.format.redact.scrub_secrets`).
 2. `--redact STREAM.FIELD.PATH[=REASON]` replaces the value at that path (and its mirror in node.added mutations)
    by a marker, then follows every removed string of at least MIN_FOLLOW_CHARS characters wherever else it was
    written: every JSON column of every stream (blob-held values included: rows are resolved here) and the bundle
    records. Each place it was found becomes its own omission (`reason` names the redaction it follows).
-3. `rows_affected` of every omission is counted on the final rows with `core.cards.omissions.count_marked`, the
+3. `rows_affected` of every omission is counted on the final rows with `engine.cards.format.omissions.count_marked`, the
    function the validator re-counts with; an omission whose markers a later removal replaced (count 0) is dropped
    unless the user asked for it.
 
@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from core.canonical import content_hash
-from core.cards.model import JSON_COLUMNS, PAYLOAD_REF_KEY, Omission
-from core.cards.omissions import OMISSION_STREAMS, count_marked
-from core.cards.redact import Follower, leaf_strings, mirror_paths, redact_path, scrub_secrets, values_at
+from engine.cards.format.model import JSON_COLUMNS, PAYLOAD_REF_KEY, Omission
+from engine.cards.format.omissions import OMISSION_STREAMS, count_marked
+from engine.cards.format.redact import Follower, leaf_strings, mirror_paths, redact_path, scrub_secrets, values_at
 from core.errors import ArtifactError
 
 Rows = dict[str, list[dict[str, Any]]]

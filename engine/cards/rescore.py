@@ -8,13 +8,14 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from core.cards.lines import Located
-from core.cards.model import REGISTRY_FILE, DropsManifest, Implementation, RuleEntry, SemanticLoss
+from engine.cards.format.lines import Located
+from engine.cards.format.model import REGISTRY_FILE, DropsManifest, Implementation, RuleEntry, SemanticLoss
 from core.errors import ArtifactError
 from engine.cards.bundle import Bundle
 from engine.cards.manifest import json_bytes, set_manifest
 from engine.cards.reader import CardReader, Footprint
-from engine.cards.rules import MissingField, RuleResult, get_rule
+from engine.cards.rule_table import get_rule
+from engine.cards.rules import MissingField, RuleResult
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,7 @@ def record(bundle: Bundle, outcome: Outcome) -> None:
     if not isinstance(registry, list):
         raise ArtifactError(f"{REGISTRY_FILE} is not a list of rule entries")
     entries = {e.get("rule_id"): e for e in registry if isinstance(e, dict)}
-    entries[outcome.entry.rule_id] = outcome.entry.model_dump(mode="json")
+    entries[outcome.entry.rule_id] = outcome.entry.model_dump(mode="json", exclude_none=True)
     bundle.files[REGISTRY_FILE] = json_bytes([entries[k] for k in sorted(entries, key=str)])
     bundle.files[outcome.entry.drops_manifest] = json_bytes(outcome.drops.model_dump(mode="json"))
     set_manifest(bundle, manifest)

@@ -1,7 +1,7 @@
 """The reporting-rule registry (spec 3.2, E.2, 4.5): each rule has a name, a version, an implementation reference
 with the sha256 of its code closure, a config, a view, its input streams and output target, the structural
 collapses and semantic losses its author declares. Rules register by name in a plain dict; the built-in ones are
-in `engine.cards.builtin_rules`."""
+in `engine.cards.builtin_rules`, looked up by name through `engine.cards.rule_table`."""
 
 from __future__ import annotations
 
@@ -14,10 +14,9 @@ from types import CodeType
 from typing import Any, Literal
 
 import core.blobs  # noqa: F401  (in every rule's closure: READER_MODULES)
-import core.cards.lines  # noqa: F401
-import core.cards.model  # noqa: F401
+import engine.cards.format.lines  # noqa: F401
+import engine.cards.format.model  # noqa: F401
 from core.canonical import content_hash
-from core.errors import UsageError
 from engine.cards.reader import CardReader, Footprint
 
 Status = Literal["ok", "missing_field", "not_applicable", "no_data"]
@@ -70,7 +69,7 @@ class Rule:
 
 CLOSURE_PACKAGES = ("engine.", "core.")
 # Every rule reads the card through these; their code is part of every rule's closure.
-READER_MODULES = ("engine.cards.reader", "core.cards.model", "core.cards.lines", "core.blobs")
+READER_MODULES = ("engine.cards.reader", "engine.cards.format.model", "engine.cards.format.lines", "core.blobs")
 
 
 def _referenced(code: CodeType) -> set[str]:
@@ -116,18 +115,3 @@ def register(rule: Rule) -> Rule:
     RULES[rule.name] = rule
     return rule
 
-
-def get_rule(name: str) -> Rule:
-    import engine.cards.builtin_rules  # noqa: F401  (registers the built-in rules)
-
-    base = name.split("@", 1)[0]
-    rule = RULES.get(base)
-    if rule is None or (name != base and name != rule.rule_id):
-        raise UsageError(f"unknown reporting rule {name!r}; known: {', '.join(sorted(RULES))}")
-    return rule
-
-
-def all_rules() -> list[Rule]:
-    import engine.cards.builtin_rules  # noqa: F401
-
-    return [RULES[n] for n in sorted(RULES)]

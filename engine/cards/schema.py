@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter
 
-from core.cards.model import ROW_MODELS, BundleRecord, DropsManifest, Manifest, RuleEntry
+from engine.cards.format.model import ROW_MODELS, BundleRecord, DropsManifest, Manifest, RuleEntry
 from core.errors import UsageError
 from engine.cards.manifest import json_bytes
 from engine.cards.namespaces import PAYLOAD_MODELS

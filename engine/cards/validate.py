@@ -1,11 +1,11 @@
 """`card validate`: every check of spec 4.8, and the semantic checks hashes cannot give, over a bundle directory
-or .zip. Each defect has its own code (`core.cards.problems`).
+or .zip. Each defect has its own code (`engine.cards.format.problems`).
 
 File-level checks (layout, zip entry uniqueness, manifest, hashes, counts, every non-stream file hashed, blobs, the
 inline cap) are here and in `engine.cards.blobcheck`; the row-level checks are the pure functions of
-`core.cards.checks` (schemas, sequences, replay, namespaces, acyclicity, references, failure visibility,
-truncation), `core.cards.integrity` (attempt completeness, orphaned running nodes, rollout outcomes),
-`core.cards.scope` and `core.cards.omissions` (registry, drops manifests, release scope, redaction counts), and
+`engine.cards.format.checks` (schemas, sequences, replay, namespaces, acyclicity, references, failure visibility,
+truncation), `engine.cards.format.integrity` (attempt completeness, orphaned running nodes, rollout outcomes),
+`engine.cards.format.scope` and `engine.cards.format.omissions` (registry, drops manifests, release scope, redaction counts), and
 `engine.cards.bundles` (bundle records), run over blob-resolved rows. Last, `engine.cards.recompute` re-runs every
 recorded reporting rule through the code path of `card rescore` and compares it, and the manifest's headline
 numbers with the failure counts beside them, to what the streams give.
@@ -20,13 +20,14 @@ from typing import Any
 from pydantic import ValidationError
 
 from core.canonical import content_hash, sha256_hex
-from core.cards.checks import TRUNCATION_WORDS, check_rows
-from core.cards.integrity import inline_cap_problems, integrity_problems
-from core.cards.lines import Located, decode_lines
-from core.cards.model import (BUNDLES_FILE, FORMAT, INLINE_CAP_BYTES, REDACTED_KEY, REDACTED_TOKEN, STREAMS,
+from engine.cards.format.checks import TRUNCATION_WORDS, check_rows
+from engine.cards.format.derive import derived_problems
+from engine.cards.format.integrity import inline_cap_problems, integrity_problems
+from engine.cards.format.lines import Located, decode_lines
+from engine.cards.format.model import (BUNDLES_FILE, FORMAT, INLINE_CAP_BYTES, REDACTED_KEY, REDACTED_TOKEN, STREAMS,
                               SUPPORTED_MAJOR, Manifest)
-from core.cards.problems import Problem
-from core.cards.scope import registry_problems, release_scope_problems
+from engine.cards.format.problems import Problem
+from engine.cards.format.scope import registry_problems, release_scope_problems
 from engine.cards.blobcheck import check_blobs
 from engine.cards.bundle import Bundle, stream_path
 from engine.cards.bundles import bundle_problems
@@ -116,6 +117,7 @@ def validate_bundle(bundle: Bundle) -> list[Problem]:
         problems += rule_problems + headline_problems(manifest, fresh, since_1_1(manifest))
         problems += phase_problems(bundle, resolved)
         problems += _manifest_facts(manifest, resolved, len(bundle_rows))
+        problems += derived_problems(manifest.run, resolved, bundle_rows, since_1_1(manifest, 2))
     return problems
 
 
@@ -162,14 +164,14 @@ def _cap_problems(bundle: Bundle, raw: dict[str, list[Located]], cap: int) -> li
     return out
 
 
-def since_1_1(manifest: Manifest) -> bool:
-    """Format 1.1 added bundle records and failure counts beside headlines; a 1.0 card is not required to have
-    them (consumers tolerate minor versions)."""
+def since_1_1(manifest: Manifest, minor_needed: int = 1) -> bool:
+    """Format 1.1 added bundle records and failure counts beside headlines, 1.2 the run's derivation; an older
+    card is not required to have them (consumers tolerate minor versions)."""
     try:
         major, minor = (int(p) for p in manifest.format_version.split(".")[:2])
     except ValueError:
         return True
-    return (major, minor) >= (1, 1)
+    return (major, minor) >= (1, minor_needed)
 
 
 def _manifest(data: bytes | None, problems: list[Problem]) -> Manifest | None:

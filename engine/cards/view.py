@@ -18,12 +18,15 @@ from pathlib import Path
 from typing import Any
 
 from core.blobs import BLOB_KEY, resolve
-from core.cards.lines import loads
-from core.cards.model import BUNDLES_FILE, REGISTRY_FILE, STREAMS
+from engine.cards.format.lines import loads
+from engine.cards.format.model import BUNDLES_FILE, REGISTRY_FILE, STREAMS
 from core.errors import ArtifactError, UsageError
 from engine.cards.blobcheck import lines_holding
 from engine.cards.bundle import Bundle
+from engine.cards.view_calls import call_summary, call_view, optimizer_calls
+from engine.cards.view_candidates import candidates, curve, optimize_order
 from engine.cards.view_page import page
+from engine.cards.view_story import banner, prompt_diff
 
 PHASE_ORDER = {"optimize": 0, "validation": 1, "test": 2}
 
@@ -51,7 +54,8 @@ def _rollouts(rows: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
                     "node_status": n["status"], "score": score, "attempts": o.get("attempts", 0),
                     "evaluation": o.get("evaluation_id"), "position": o.get("position", 0),
                     "budget_exhausted": bool(o.get("budget_exhausted")), "error": o.get("error"),
-                    "feedback": scores.get(n["node_id"], {}).get("feedback"), "bundle": o.get("bundle_sha256")})
+                    "feedback": scores.get(n["node_id"], {}).get("feedback"), "bundle": o.get("bundle_sha256"),
+                    "charged": o.get("charged")})
     out.sort(key=lambda r: (PHASE_ORDER.get(str(r["phase"]), 3), str(r["evaluation"]), r["position"], r["id"]))
     return out
 
@@ -74,20 +78,8 @@ def _details(rows: dict[str, list[dict[str, Any]]], rollout_ids: set[str]) -> di
             details[r]["edges"].append([e["source_node_id"], e["target_node_id"], e["status"]])
     for e in rows["events"]:
         r = owner(e["task_execution_id"])
-        if r is None:
-            continue
-        p = e["payload"]
-        error = p.get("error")
-        response = p.get("response") if isinstance(p.get("response"), dict) else {}
-        details[r]["calls"].append({
-            "id": e["event_id"], "attempt": e["task_execution_id"][len(r):], "node": e["node_id"],
-            "worker": e["worker_binding_key"], "type": e["event_type"],
-            "messages": (p.get("request") or {}).get("messages") if isinstance(p.get("request"), dict) else None,
-            "response": response.get("content") if response else p.get("response"),
-            "tool_calls": response.get("tool_calls") if response else None,
-            "finish_reason": response.get("finish_reason") if response else None,
-            "error": (error.get("message") if isinstance(error, dict) else error) if error is not None else None,
-            "latency": p.get("latency_seconds"), "replayed_from": p.get("replayed_from")})
+        if r is not None:
+            details[r]["calls"].append(call_view(e, e["task_execution_id"][len(r):]))
     return dict(details)
 
 
@@ -99,25 +91,6 @@ def _phases(mutations: list[dict[str, Any]]) -> list[dict[str, Any]]:
                    and not (isinstance(v, list) and len(v) > 8)}
             out.append({"phase": new.pop("phase", "selection"), "at": m["created_at"], "fields": new})
     return out
-
-
-def _curve(rollouts: list[dict[str, Any]], annotations: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Optimize-phase rollouts in the order their outcomes were recorded: per candidate bundle, its mean score at
-    the rollout count where its last rollout finished."""
-    by_id = {r["id"]: r for r in rollouts if r["phase"] == "optimize" and not r["budget_exhausted"]}
-    seen: set[str] = set()
-    points: dict[str, dict[str, Any]] = {}
-    for a in annotations:
-        r = by_id.get(a["target_id"])
-        if a["namespace"] != "mpb.rollout" or r is None or r["id"] in seen:
-            continue
-        seen.add(r["id"])
-        p = points.setdefault(str(r["bundle"]), {"bundle": str(r["bundle"])[:12], "n": 0, "total": 0.0})
-        p["n"] += 1
-        p["total"] += float(r["score"] or 0.0)
-        p["x"] = len(seen)
-    return [{"x": p["x"], "y": p["total"] / p["n"], "bundle": p["bundle"], "n": p["n"]}
-            for p in sorted(points.values(), key=lambda p: p["x"])]
 
 
 def view_data(bundle: Bundle) -> dict[str, Any]:
@@ -136,11 +109,21 @@ def view_data(bundle: Bundle) -> dict[str, Any]:
                                             ("status", "values", "arms", "message")},
               "drops": drops.get(str(e.get("drops_manifest")))} for e in registry if isinstance(e, dict)]
     bundles = [loads(line) for line in bundle.files.get(BUNDLES_FILE, b"").decode("utf-8").split("\n") if line]
+    ids = {r["id"] for r in rollouts}
+    calls = optimizer_calls(rows["events"], ids)
+    run = manifest.get("run") if isinstance(manifest.get("run"), dict) else {}
+    selection = (run.get("derivation") or {}).get("selection") if isinstance(run.get("derivation"), dict) else None
+    ordered = optimize_order(rollouts, rows["annotations"])
+    cands = candidates(rollouts, ordered, bundles, selection if isinstance(selection, dict) else {}, calls)
+    names = {c["sha"]: c["name"] for c in cands}
+    for r in rollouts:
+        r["candidate"] = names.get(str(r["bundle"])) if r["bundle"] else None
     return {"card_id": manifest.get("card_id"), "run": manifest.get("run"), "reported": manifest.get("reported"),
-            "bundles": bundles,
+            "bundles": bundles, "banner": banner(manifest, rows["annotations"]),
             "release_scope": manifest.get("release_scope"), "phases": _phases(rows["mutations"]),
-            "curve": _curve(rollouts, rows["annotations"]), "rules": rules, "rollouts": rollouts,
-            "details": _details(rows, {r["id"] for r in rollouts})}
+            "candidates": cands, "curve": curve(cands, ordered), "diff": prompt_diff(bundles), "rules": rules,
+            "rollouts": rollouts, "details": _details(rows, ids), "calls": calls,
+            "call_summary": call_summary(calls)}
 
 
 def write_view(bundle: Bundle, out: Path) -> Path:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from engine.cards.view_page_opt import OPT_CSS, OPT_JS
+
 CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}
 header{background:#1d2330;color:#fff;padding:10px 16px}header h1{font-size:17px;margin:0}
@@ -37,9 +39,12 @@ const FAILED=new Set(["infrastructure_failure","failed","cancelled","skipped"]);
 function isFailed(r){return FAILED.has(r.status)||FAILED.has(r.node_status)||r.budget_exhausted;}
 function counts(c){return c?Object.entries(c).map(([k,v])=>esc(k)+"="+esc(v)).join(" "):"";}
 function header(){
-  const run=DATA.run||{};const cell=run.cell?Object.entries(run.cell).map(([k,v])=>k+"="+v).join(","):"";
-  $("title").textContent="Rollout card · "+(run.method||"")+" · "+cell;
-  $("subtitle").textContent=(DATA.card_id||"")+" · run "+(run.run_id||"")+" · status "+(run.status||"?");
+  const run=DATA.run||{},b=DATA.banner||{};const cell=run.cell?Object.entries(run.cell).filter(([k])=>k!==
+    "task_model").map(([k,v])=>k+"="+v).join(","):"";const used=(b.task_models||[]).join(", ");
+  $("title").textContent="Rollout card · "+(run.method||"")+" · "+cell+(used?" · model "+used:"")+
+    (b.simulated?" · SIMULATED":"")+(b.conformant===false?" · NON-CONFORMANT":"");
+  $("subtitle").textContent=(DATA.card_id||"")+" · run "+(run.run_id||"")+" · status "+(run.status||"?")+
+    (b.cell_task_model?" · grid label task_model="+b.cell_task_model+(used?" (reported model: "+used+")":""):"");
   const rows=(DATA.reported||[]).map((n)=>"<tr><td>"+esc(n.name)+"</td><td>"+esc(fmt(n.value))+"</td><td>"+
     Object.entries(n.arms||{}).map(([a,x])=>"<b>"+esc(a)+"</b> denominator="+esc(x.denominator)+" "+counts(x.counts))
       .join("<br>")+"</td><td class=muted>"+esc(n.rule_id)+"</td></tr>").join("");
@@ -49,17 +54,6 @@ function phases(){
   $("phases").innerHTML="<table>"+(DATA.phases||[]).map((p)=>"<tr><td><b>"+esc(p.phase)+"</b><div class=muted>"+
     esc(p.at)+"</div></td><td>"+Object.entries(p.fields).filter(([k,v])=>typeof v!=="object"||v===null)
     .map(([k,v])=>esc(k)+"="+esc(fmt(v))).join(" · ")+"</td></tr>").join("")+"</table>";}
-function curve(){
-  const pts=DATA.curve||[];if(!pts.length){$("curve").innerHTML="<p class=muted>no optimize-phase rollouts</p>";return;}
-  const W=420,H=150,P=28,mx=Math.max(...pts.map((p)=>p.x),1);
-  const X=(x)=>P+(W-2*P)*x/mx,Y=(y)=>H-P-(H-2*P)*y;let best=-1,line="";
-  pts.forEach((p,i)=>{best=Math.max(best,p.y);line+=(i?"L":"M")+X(p.x).toFixed(1)+","+Y(best).toFixed(1);});
-  $("curve").innerHTML="<svg width="+W+" height="+H+"><line x1="+P+" y1="+(H-P)+" x2="+(W-P)+" y2="+(H-P)+
-    " stroke=#999 /><line x1="+P+" y1="+P+" x2="+P+" y2="+(H-P)+" stroke=#999 /><path d='"+line+
-    "' fill=none stroke=#2a62c9 stroke-width=2 />"+pts.map((p)=>"<circle cx="+X(p.x).toFixed(1)+" cy="+
-    Y(p.y).toFixed(1)+" r=3 fill=#e8a317><title>bundle "+esc(p.bundle)+": mean "+fmt(p.y)+" over "+p.n+
-    " rollouts</title></circle>").join("")+"<text x="+P+" y=12>score (best so far, line; candidates, dots)</text>"+
-    "<text x="+(W-P-120)+" y="+(H-6)+">optimize rollouts: "+mx+"</text></svg>";}
 function rules(){
   $("rules").innerHTML=(DATA.rules||[]).map((r)=>{const d=r.drops||{};return "<div class=call><b>"+esc(r.rule_id)+
     "</b> <span class=badge>"+esc(r.kind)+"</span> status="+esc(r.status)+"<div class=muted>"+esc(r.description)+
@@ -85,18 +79,17 @@ function bundles(){
     "</pre></div>").join("")+"<div class=muted>demos: "+esc((b.demos||[]).length)+"</div></details>").join("")||
     "<p class=muted>no bundle records</p>";}
 function list(){
-  $("rollout-list").innerHTML="<table><thead><tr><th>phase</th><th>example</th><th>status</th><th>score</th>"+
-    "<th>attempts</th></tr></thead><tbody>"+DATA.rollouts.map((r,i)=>"<tr class='rollout"+(isFailed(r)?" failed":"")+
-    "' data-index="+i+" data-example='"+esc(r.example)+"'><td>"+esc(r.phase)+"</td><td>"+esc(r.example)+
+  $("rollout-list").innerHTML="<table><thead><tr><th>phase</th><th>candidate</th><th>example</th><th>status</th>"+
+    "<th>score</th><th>attempts</th></tr></thead><tbody>"+DATA.rollouts.map((r,i)=>"<tr class='rollout"+
+    (isFailed(r)?" failed":"")+"' data-index="+i+" data-example='"+esc(r.example)+"' data-candidate='"+
+    esc(r.candidate)+"'><td>"+esc(r.phase)+"</td><td class=candidate>"+esc(r.candidate)+"</td><td>"+esc(r.example)+
     "</td><td class=status>"+(isFailed(r)?"✖ ":"")+esc(r.status)+"</td><td class=score>"+esc(fmt(r.score))+
     "</td><td>"+esc(r.attempts)+(r.attempts>1?" <span class='badge retry'>retried</span>":"")+"</td></tr>")
     .join("")+"</tbody></table>";
   $("count").textContent=DATA.rollouts.length+" rollouts";
   $("rollout-list").addEventListener("click",(ev)=>{const tr=ev.target.closest("tr.rollout");
     if(tr)show(Number(tr.dataset.index),tr);});
-  $("search").addEventListener("input",()=>{const q=$("search").value.trim().toLowerCase();let n=0;
-    for(const tr of document.querySelectorAll("tr.rollout")){const hit=!q||tr.dataset.example.toLowerCase()
-      .includes(q);tr.hidden=!hit;if(hit)n++;}$("count").textContent=n+" of "+DATA.rollouts.length+" rollouts";});}
+  $("search").addEventListener("input",search);}
 function graph(d){
   const workers=[...new Set(d.agents.map((a)=>a.worker||"?"))],turns={};const pos={};
   d.agents.forEach((a)=>{const w=workers.indexOf(a.worker||"?");turns[w]=(turns[w]||0)+1;
@@ -129,7 +122,9 @@ function show(i,tr){
     esc(JSON.stringify(c.messages))+"</pre>")+"</details><div>response"+(c.finish_reason?" <span class=muted>("+
     esc(c.finish_reason)+")</span>":"")+"<pre class=response>"+esc(typeof c.response==="string"?c.response:
     JSON.stringify(c.response))+"</pre></div></div>";}).join("");
-  $("detail").innerHTML="<h2>"+esc(r.example)+" <span class=muted>"+esc(r.phase)+"</span></h2><div>status <b class='"+
+  $("detail").innerHTML="<h2>"+esc(r.example)+" <span class=muted>"+esc(r.phase)+"</span></h2>"+(r.candidate?
+    "<div id=detail-candidate>candidate <b>"+esc(r.candidate)+"</b> <span class=muted>"+esc(String(r.bundle)
+    .slice(0,12))+"</span></div>":"")+"<div>status <b class='"+
     (isFailed(r)?"failed-mark":"")+"' id=detail-status>"+esc(r.status)+"</b> · node "+esc(r.node_status)+
     " · score <b id=detail-score>"+esc(fmt(r.score))+"</b> · attempts "+esc(r.attempts)+"</div>"+
     (r.error?"<pre class=failed-mark>"+esc(r.error)+"</pre>":"")+(r.feedback?"<div class=muted>"+esc(r.feedback)+
@@ -137,7 +132,7 @@ function show(i,tr){
     esc(x.rule_id)+"</td><td class=rule-score>"+esc(treatment(x,r))+"</td></tr>").join("")+"</table><h2>agents ("+
     d.agents.length+") — who read whom</h2>"+graph(d)+"<h2>calls ("+d.calls.length+", attempts "+
     Object.keys(seen).length+")</h2>"+calls;}
-header();phases();curve();rules();bundles();list();
+banner();header();phases();candidates();curve();diff();rules();bundles();list();calls();
 """
 
 
@@ -147,13 +142,16 @@ def page(data: dict[str, Any]) -> str:
     return ("<!doctype html>\n<html lang=en><head><meta charset=utf-8><meta name=viewport "
             "content='width=device-width,initial-scale=1'><meta http-equiv=Content-Security-Policy content=\"default-src "
             "'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">"
-            f"<title>Rollout card</title><style>{CSS}</style></head><body><header><h1 id=title>Rollout card</h1>"
-            "<div class=sub id=subtitle></div></header><main><div><section><h2>Headline</h2><div id=headline></div>"
+            f"<title>Rollout card</title><style>{CSS}{OPT_CSS}</style></head><body><header><h1 id=title>Rollout card</h1>"
+            "<div class=sub id=subtitle></div></header><div id=banner role=alert></div><main><div><section><h2>Headline</h2><div id=headline></div>"
             "</section><section><h2>Rollouts <span class=muted id=count></span></h2><input id=search type=search "
-            "placeholder='filter by example id'><div id=rollout-list></div></section><section><h2>Phases</h2>"
-            "<div id=phases></div></section><section><h2>Learning curve</h2><div id=curve></div></section><section>"
+            "placeholder='search example ids, prompts and responses'><div id=rollout-list></div></section><section><h2>Phases</h2>"
+            "<div id=phases></div></section><section><h2>Learning curve</h2><div id=curve></div></section><section><h2>Candidates</h2>"
+            "<div id=candidates></div></section><section>"
             "<h2>Prompt bundles</h2><div id=bundles></div></section></div><div>"
             "<section id=detail><p class=muted>Open a rollout to see its agents, calls and scores.</p></section>"
-            "<section><h2>Reporting rules and drops</h2><div id=rules></div></section><section><h2>Redactions"
+            "<section><h2>Prompt diff: seed vs deployed</h2><div id=diff></div></section><section><h2>Optimizer calls "
+            "<span class=muted id=calls-count></span></h2><div id=calls-summary></div><div id=calls-list></div>"
+            "<div id=call-detail></div></section><section><h2>Reporting rules and drops</h2><div id=rules></div></section><section><h2>Redactions"
             "</h2><div id=redactions></div></section></div></main>"
-            f"<script id=card-data type=application/json>{payload}</script><script>{JS}</script></body></html>\n")
+            f"<script id=card-data type=application/json>{payload}</script><script>{JS}{OPT_JS}</script></body></html>\n")

@@ -94,7 +94,7 @@ def check_endpoint_url(url: str, what: str) -> str:
 
 
 def recorded_secrets() -> tuple[str, ...]:
-    """What the recorded path scrubs (engine/agent_context.py, engine/rollout_ops.py): the values of this
+    """What the recorded path scrubs (engine/agent_context.py, engine/rollout.py): the values of this
     process's secret-named variables and every key it has read (also one named by --api-key-env), longest first."""
     values = set(secret_values(os.environ)) | {k for k in _SEEN_KEYS if len(k) >= MIN_SECRET_CHARS}
     return tuple(sorted(values, key=lambda v: (-len(v), v)))

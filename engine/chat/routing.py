@@ -31,7 +31,8 @@ from __future__ import annotations
 import hashlib
 import math
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Protocol
 
@@ -41,6 +42,8 @@ from core.errors import UsageError
 DEFAULT_EPS = 0.25  # bounded load: no endpoint above 1.25 x the mean demand
 DEFAULT_AFFINITY_ENTRIES = 1 << 16  # conversations remembered (LRU); a forgotten one is placed as a new one
 SERVED_BY: ContextVar[int | None] = ContextVar("mpb_served_by", default=None)
+# `--routing` of `job` and `sweep run`: the routing of every pool built without one (None: the default rule)
+ROUTING: ContextVar[str | None] = ContextVar("mpb_routing", default=None)
 
 
 class Limiter(Protocol):
@@ -182,8 +185,26 @@ def make_router(routing: str | Router | None, targets: Sequence[Target]) -> Rout
     is more than one endpoint, else least-loaded."""
     if routing is not None and not isinstance(routing, str):
         return routing
-    name = routing or (CacheAware.name if len(targets) > 1 else LeastLoaded.name)
+    name = routing or ROUTING.get() or (CacheAware.name if len(targets) > 1 else LeastLoaded.name)
     if name not in ROUTINGS:
         raise UsageError(f"unknown routing {name!r}; known: {', '.join(ROUTINGS)}")
     router: Router = ROUTINGS[name](targets)
     return router
+
+
+def check_routing(name: str) -> str:
+    """A `--routing` value (UsageError, one line, for an unknown one)."""
+    if name not in ROUTINGS:
+        raise UsageError(f"--routing must be one of {', '.join(ROUTINGS)}, got {name!r}")
+    return name
+
+
+@contextmanager
+def default_routing(name: str | None) -> Iterator[None]:
+    """Pools built in this block (and in tasks started from it) without a routing of their own use `name` (None:
+    cache-aware when a pool has more than one endpoint, else least-loaded)."""
+    token = ROUTING.set(None if name is None else check_routing(name))
+    try:
+        yield
+    finally:
+        ROUTING.reset(token)

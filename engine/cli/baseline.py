@@ -26,9 +26,9 @@ from core.models import PromptBundle, Row
 from core.protocol import condition, split_hash
 from core.vocabulary import SIMULATED_TASK_MODEL_ID, Actor, NodeStatus
 from engine.chat.auth import DEFAULT_API_KEY_ENV
-from engine.cli.args import check_out_directory, check_out_file
+from engine.args import check_out_directory, check_out_file
 from engine.job.artifacts import read_json, write_jsonl_atomic
-from engine.job.benchmark_setup import configure_benchmark, dataset_options, tool_environment
+from engine.benchmark_setup import configure_benchmark, dataset_options, tool_environment
 from engine.job.config import (
     check_cell_text,
     check_endpoints_option,
@@ -37,6 +37,7 @@ from engine.job.config import (
     endpoints_from,
 )
 from engine.job.endpoints import open_task_pool, watch_pools
+import engine.sim.start  # noqa: F401  (provides the simulated endpoint to a run given no task endpoint)
 from engine.progress import Progress
 from engine.job.evaluation import Evaluator, failure_counts
 from engine.job.sandbox_gate import gate_sandbox

@@ -33,7 +33,7 @@ from core.seeds import request_seed
 from core.vocabulary import Actor, NodeStatus
 from engine.agent_context import RecordedAgentContext
 from engine.chat.auth import DEFAULT_API_KEY_ENV
-from engine.cli.args import StrictParser, check_out_directory, int_in, positive_float
+from engine.args import StrictParser, check_out_directory, int_in, positive_float
 from engine.gateway.server import Gateway
 from engine.gateway.session import RolloutSession
 from engine.job.endpoints import open_task_pool

@@ -1,4 +1,4 @@
-"""The `job` and `run` commands. Every option is validated before anything is written (engine/cli/args.py)."""
+"""The `job` and `run` commands. Every option is validated before anything is written (engine/args.py)."""
 
 from __future__ import annotations
 
@@ -12,11 +12,12 @@ from core.errors import UsageError
 from core.protocol import FULL_BUDGET
 from engine.chat.auth import DEFAULT_API_KEY_ENV, DEFAULT_REFLECTION_API_KEY_ENV
 from engine.chat.preflight import DEFAULT_STARTUP_TIMEOUT_S
+from engine.chat.routing import ROUTINGS, check_routing, default_routing
 from core.cell import with_framework
 from core.frameworks import frameworks_help
-from core.methods import check_method, methods_help
-from engine.cli.args import StrictParser, check_ascii_text, int_in, positive_float
-from engine.job.benchmark_setup import add_dataset_options
+from core.methods import check_method, methods_help, options_help
+from engine.args import StrictParser, check_ascii_text, int_in, positive_float
+from engine.benchmark_setup import add_dataset_options
 from engine import log as logs
 
 
@@ -81,16 +82,29 @@ def job_parser() -> StrictParser:
                    help="run the phases up to this one (validate needs optimization.json, test selection.json)")
     p.add_argument("--allow-any-cell", action="store_true",
                    help="run a cell outside the grid tables (marked non-conformant); refused otherwise")
+    p.add_argument("--method-option", action="append", default=[], metavar="NAME=VALUE", type=_method_option,
+                   help=f"a method's option, non-conformant unless its default ({options_help()})")
+    p.add_argument("--routing", type=check_routing, default=None, metavar="|".join(ROUTINGS),
+                   help="which task endpoint serves a request (default cache-aware with more than one endpoint, "
+                        "else least-loaded); never changes a result; recorded in the card's pool summary")
     return p
+
+
+def _method_option(text: str) -> tuple[str, str]:
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip():
+        raise UsageError(f"--method-option must be NAME=VALUE, got {text!r}")
+    return name.strip(), value.strip()
 
 
 def job_main(argv: list[str]) -> int:
     args = job_parser().parse_args(argv)
     args.cell = with_framework(args.cell, args.framework)
     logs.configure(logs.current_format(), quiet=args.quiet)
-    from engine.job.benchmark_setup import dataset_options
+    from engine.benchmark_setup import dataset_options
     from engine.job.config import build_config
     from engine.job.run_job import run_job, summary_line
+    import engine.sim.start  # noqa: F401  (provides the simulated endpoint to a job given no task endpoint)
 
     cfg = build_config(cell=args.cell, method=args.method, seed=args.seed, out=args.out, budget=args.budget,
                        task_endpoints=args.task_endpoints, model_id=args.model_id, data_dir=args.data_dir,
@@ -100,8 +114,9 @@ def job_main(argv: list[str]) -> int:
                        reflection_api_key_env=args.reflection_api_key_env, startup_timeout=args.startup_timeout,
                        unsafe_sandbox=args.unsafe_sandbox, phase=args.phase,
                        allow_any_cell=args.allow_any_cell, dataset_options=dataset_options(args),
-                       max_outage=args.max_outage, smoke=args.smoke)
-    result = anyio.run(run_job, cfg)
+                       max_outage=args.max_outage, smoke=args.smoke, method_options=dict(args.method_option))
+    with default_routing(args.routing):
+        result = anyio.run(run_job, cfg)
     print(json.dumps(summary_line(result, smoke=cfg.smoke), sort_keys=True))
     return 0
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import UsageError
-from engine.cli.args import StrictParser
+from engine.args import StrictParser
 from engine.log import get_logger
 
 log = get_logger("engine.cli")

@@ -27,20 +27,22 @@ from core.errors import InfrastructureError
 from core.framework import ROUTE_HEADER
 from engine.chat.body import BodyError, parse_json
 from engine.containment import AgentFailure
-from engine.gateway.session import RolloutSession, SessionFailed, open_session
+from engine.gateway.session import RecordedTurns, RolloutSession, SessionFailed, open_session
 from engine.gateway.translate import BadRequest, completion, parse_request, stream_events
 
 if TYPE_CHECKING:
     from contextlib import AbstractAsyncContextManager
 
-    from engine.agent_context import RecordedAgentContext
-
 MAX_BODY_BYTES = 64 * 1024 * 1024
 T = TypeVar("T")
 
 
-def _error(status: int, message: str, kind: str) -> web.Response:
-    return web.json_response({"error": {"message": message, "type": kind, "code": status}}, status=status)
+def _error(status: int, message: str, kind: str) -> tuple[int, dict[str, Any]]:
+    return status, {"error": {"message": message, "type": kind, "code": status}}
+
+
+def _error_response(status: int, message: str, kind: str) -> web.Response:
+    return web.json_response(_error(status, message, kind)[1], status=status)
 
 
 class Gateway:
@@ -93,7 +95,7 @@ class Gateway:
             await self._runner.cleanup()
             self._runner = None
 
-    def session(self, ctx: "RecordedAgentContext", framework: str) -> "AbstractAsyncContextManager[RolloutSession]":
+    def session(self, ctx: RecordedTurns, framework: str) -> "AbstractAsyncContextManager[RolloutSession]":
         return open_session(self, ctx, framework)
 
     def shared(self, key: Hashable, build: Callable[[str], T]) -> T:
@@ -110,30 +112,41 @@ class Gateway:
         self._routes.pop(token, None)
 
     async def _not_found(self, request: web.Request) -> web.Response:
-        return _error(404, f"no route {request.method} {request.path} on the recording gateway", "not_found")
+        return _error_response(404, f"no route {request.method} {request.path} on the recording gateway",
+                               "not_found")
 
     async def _models(self, request: web.Request) -> web.Response:
         session = self._routes.get(request.match_info["token"])
         if session is None:
-            return _error(404, "unknown or closed gateway route", "not_found")
+            return _error_response(404, "unknown or closed gateway route", "not_found")
         return web.json_response({"object": "list", "data": [{"id": session.model, "object": "model",
                                                               "owned_by": "mas-promptbench"}]})
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
+        token = request.match_info.get("token") or request.headers.get(ROUTE_HEADER) or ""
+        status, payload = await self.door(token, await request.read())
+        if isinstance(payload, list):
+            return await self._stream(request, payload)
+        return web.json_response(payload, status=status)
+
+    async def door(self, token: str, body: bytes) -> tuple[int, dict[str, Any] | list[bytes]]:
+        """One chat-completions request on `token`'s route, in process: (status, the JSON answer, or the SSE
+        events of a streamed one). The HTTP route answers through it; a runtime's client in this process may call
+        it directly (`RolloutSession.door`, topologies/frameworks/loopback.py), skipping the loopback sockets and
+        HTTP on both sides: the same body bytes in, the same answer out."""
         started = time.perf_counter()
         try:
-            return await self._answer(request)
+            return await self._answer(token, body)
         finally:
             self.handler_seconds += time.perf_counter() - started
 
-    async def _answer(self, request: web.Request) -> web.StreamResponse:
-        token = request.match_info.get("token") or request.headers.get(ROUTE_HEADER) or ""
+    async def _answer(self, token: str, body: bytes) -> tuple[int, dict[str, Any] | list[bytes]]:
         session = self._routes.get(token)
         if session is None:
             return _error(404, "unknown or closed gateway route", "not_found")
         self.requests += 1
         try:  # the chat client's limits (engine/chat/body.py): deep nesting, huge integers, bad UTF-8 -> 400
-            parsed = parse_request(parse_json(await request.read()))
+            parsed = parse_request(parse_json(body))
         except (BadRequest, BodyError) as exc:
             message = str(exc) if isinstance(exc, BadRequest) else f"the request body is {exc}"
             session.fail(AgentFailure(f"{session.framework} sent a request the gateway cannot forward: {message}"))
@@ -151,9 +164,8 @@ class Gateway:
             self.upstream_seconds += time.perf_counter() - upstream
         completion_id = f"chatcmpl-{reply.node_id.replace('/', '-').replace('#', '-')}"
         if not parsed.stream:
-            return web.json_response(completion(reply, session.model, completion_id))
-        return await self._stream(request, stream_events(reply, session.model, completion_id,
-                                                         parsed.include_usage))
+            return 200, completion(reply, session.model, completion_id)
+        return 200, stream_events(reply, session.model, completion_id, parsed.include_usage)
 
     @staticmethod
     async def _stream(request: web.Request, events: list[bytes]) -> web.StreamResponse:

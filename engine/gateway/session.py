@@ -13,24 +13,49 @@ at once, and leaving the session raises that failure, so the attempt ends as the
 from __future__ import annotations
 
 import secrets
-from collections.abc import AsyncIterator, Callable, Hashable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import anyio
 
 from core.errors import InfrastructureError
 from core.framework import AgentLink, GatewayCall, ReadsFn
 from core.topology import ChatReply, agent_scope
+from engine.chat.endpoint import EndpointPool
 from engine.gateway.translate import FrameworkRequest
-
-if TYPE_CHECKING:
-    from engine.agent_context import RecordedAgentContext
-    from engine.gateway.server import Gateway
 
 T = TypeVar("T")
 API_KEY = "mpb-gateway"  # frameworks insist on a key; the gateway needs none (routes are unguessable tokens)
+
+
+class RecordedTurns(Protocol):
+    """What a session drives: the attempt's recorded context (engine/agent_context.py), known by its shape only,
+    so the gateway does not import the context that opens sessions on it."""
+
+    pool: EndpointPool
+
+    async def chat(self, *, role: str, member: int, messages: list[dict[str, Any]],
+                   tools: Sequence[dict[str, Any]] | None = None, reads: Sequence[str] = (),
+                   framework: str | None = None, requested: Sequence[tuple[str, str]] = ()) -> ChatReply: ...
+
+    async def call_tool(self, *, role: str, member: int, node_id: str, call: dict[str, Any]) -> str: ...
+
+
+class Routes(Protocol):
+    """The gateway's side of a session (engine/gateway/server.py): its URL, the route table, shared objects."""
+
+    @property
+    def url(self) -> str: ...
+
+    def register(self, token: str, session: RolloutSession) -> None: ...
+
+    def unregister(self, token: str) -> None: ...
+
+    def shared(self, key: Hashable, build: Callable[[str], T]) -> T: ...
+
+    async def door(self, token: str, body: bytes) -> tuple[int, Any]: ...
 
 
 class SessionFailed(InfrastructureError):
@@ -50,7 +75,7 @@ class _Agent:
 
 
 class RolloutSession:
-    def __init__(self, gateway: "Gateway", ctx: "RecordedAgentContext", framework: str):
+    def __init__(self, gateway: Routes, ctx: RecordedTurns, framework: str):
         self.gateway, self.ctx, self.framework = gateway, ctx, framework
         self.failure: Exception | None = None
         self._agents: dict[str, _Agent] = {}
@@ -76,6 +101,12 @@ class RolloutSession:
 
     def shared(self, key: Hashable, build: Callable[[str], T]) -> T:
         return self.gateway.shared(key, build)
+
+    @property
+    def door(self) -> Callable[[str, bytes], Awaitable[tuple[int, Any]]]:
+        """The gateway's in-process door (`Gateway.door`: a route token and a request body in, the answer out),
+        for a runtime's client in this process; what it records is what the HTTP route records."""
+        return self.gateway.door
 
     def _agent(self, role: str, member: int) -> _Agent:
         token = self._tokens.get((role, member))
@@ -146,7 +177,7 @@ class RolloutSession:
 
 
 @asynccontextmanager
-async def open_session(gateway: "Gateway", ctx: "RecordedAgentContext", framework: str) -> AsyncIterator[RolloutSession]:
+async def open_session(gateway: Routes, ctx: RecordedTurns, framework: str) -> AsyncIterator[RolloutSession]:
     session = RolloutSession(gateway, ctx, framework)
     try:
         yield session

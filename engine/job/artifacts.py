@@ -9,8 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-import pydantic
-
+from core.artifact_parse import parse_artifact
 from core.artifacts import Artifact
 from core.canonical import seal, verify_seal
 from core.errors import ArtifactError
@@ -79,16 +78,6 @@ class Sealed(Generic[A]):
 
     artifact: A
     sha256: str
-
-
-def parse_artifact(model: type[A], data: Any, name: str) -> A:
-    """`data` (decoded JSON, without its seal) as `model`; ArtifactError naming the first bad field otherwise."""
-    try:
-        return model.model_validate(data)
-    except pydantic.ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "(top level)"
-        raise ArtifactError(f"artifact {name} does not match its schema at {where}: {first['msg']}") from None
 
 
 def write_artifact(path: Path, artifact: A) -> Sealed[A]:

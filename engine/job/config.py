@@ -11,6 +11,8 @@ from typing import Any
 
 from core.cell import parse_cell
 from core.errors import UsageError
+from core.methods import check_member_masks
+from core.methods import method_options as check_method_options
 from core.models import Cell
 from core.protocol import CANONICAL_REFLECTION_MODEL, FULL_BUDGET, TASK_MODELS
 from core.vocabulary import SIMULATED_REFLECTION_MODEL_ID, SIMULATED_TASK_MODEL_ID
@@ -22,9 +24,10 @@ from engine.chat.auth import (
     check_env_name,
 )
 from engine.chat.preflight import DEFAULT_STARTUP_TIMEOUT_S
-from engine.cli.args import check_out_directory
+from engine.args import check_out_directory
 from engine.chat.endpoint import DEFAULT_MAX_OUTAGE_S, Timeouts
 from engine.runner import RetryPolicy
+from topologies.registry import TOPOLOGIES
 
 SIMULATED_MODEL_ID = SIMULATED_TASK_MODEL_ID  # the one default (core.vocabulary); the sim serves it too
 MAX_CALLS_PER_ATTEMPT = 64
@@ -57,6 +60,7 @@ class JobConfig:
     phase: str = "all"  # all | optimize | validate | test: run phases up to and including this one
     allow_any_cell: bool = False  # off-grid cells run only with it, and are marked non-conformant
     dataset_options: dict[str, Any] = field(default_factory=dict)  # e.g. HotpotQA retrieval (wiki_dir, ...)
+    method_options: dict[str, str] = field(default_factory=dict)  # --method-option NAME=VALUE (core/methods.py)
     max_outage: float = DEFAULT_MAX_OUTAGE_S
     # smoke run (`--smoke N`): every phase on the first N rows of each split, non-conformant (engine/job/smoke.py)
     smoke: int | None = None
@@ -125,7 +129,8 @@ def build_config(*, cell: str, method: str, seed: int, out: str, budget: int | N
                  startup_timeout: float = DEFAULT_STARTUP_TIMEOUT_S, unsafe_sandbox: bool = False,
                  phase: str = "all", allow_any_cell: bool = False,
                  dataset_options: dict[str, Any] | None = None,
-                 max_outage: float = DEFAULT_MAX_OUTAGE_S, smoke: int | None = None) -> JobConfig:
+                 max_outage: float = DEFAULT_MAX_OUTAGE_S, smoke: int | None = None,
+                 method_options: dict[str, str] | None = None) -> JobConfig:
     """`budget` None: not given (FULL_BUDGET, or with `smoke` the method's smoke budget, set by engine.job.smoke)."""
     parsed = parse_cell(check_cell_text(cell))
     if seed not in (0, 1, 2):
@@ -136,6 +141,9 @@ def build_config(*, cell: str, method: str, seed: int, out: str, budget: int | N
     budget = FULL_BUDGET if budget is None else budget
     if not 1 <= budget <= FULL_BUDGET:
         raise UsageError(f"--budget must be in 1..{FULL_BUDGET}, got {budget}")
+    check_method_options(method, dict(method_options or {}))  # one line for an unknown option or value
+    check_member_masks(method, parsed.framework, parsed.topology,
+                       bool(getattr(TOPOLOGIES.get(parsed.topology), "member_masks", False)))
     if phase not in PHASES:
         raise UsageError(f"--phase must be one of {', '.join(PHASES)}, got {phase!r}")
     if concurrency < 1:
@@ -168,4 +176,5 @@ def build_config(*, cell: str, method: str, seed: int, out: str, budget: int | N
         startup_timeout=startup_timeout,
         unsafe_sandbox=unsafe_sandbox, phase=phase, allow_any_cell=allow_any_cell,
         dataset_options=dict(dataset_options or {}), smoke=smoke, budget_given=budget_given,
+        method_options=dict(method_options or {}),
     )

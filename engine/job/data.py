@@ -10,7 +10,7 @@ from core.canonical import content_hash
 from core.errors import ArtifactError, SealedSplitError
 from core.models import Row
 from core.protocol import split_hash
-from engine.job.artifacts import read_sealed
+from engine.job.artifacts import read_sealed, write_json_atomic
 from engine.job.smoke import smoke_splits
 
 
@@ -25,6 +25,13 @@ class JobData:
         self.splits: Splits = splits if rows_per_split is None else smoke_splits(splits, rows_per_split)
         self.split_sha256 = split_hash(self.splits.as_hash_payload())
         self._cache: dict[str, list[Row]] = {}
+
+    def record_splits(self) -> None:
+        """splits.json: the ordered ids of every split this job reads (the payload job.json's split_sha256 hashes),
+        written once, so its card carries what the hash is derived from (engine.cards.derivation)."""
+        path = self.job_dir / "splits.json"
+        if not path.exists():
+            write_json_atomic(path, self.splits.as_hash_payload())
 
     def _load(self, split: str) -> list[Row]:
         if split not in self._cache:

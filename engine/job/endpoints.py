@@ -4,39 +4,22 @@ completion with its model id, engine/chat/preflight.py) before anything is writt
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import AsyncExitStack, contextmanager
-
+from collections.abc import Sequence
+from contextlib import AsyncExitStack
 from typing import Any
 
 from core.vocabulary import SIMULATED_REFLECTION_MODEL_ID
-from engine.chat.auth import DEFAULT_API_KEY_ENV, ApiKey, api_key_from_env
+from engine.chat.auth import DEFAULT_API_KEY_ENV, api_key_from_env
 from engine.chat.endpoint import DEFAULT_MAX_OUTAGE_S, Endpoint, EndpointPool, Timeouts
 from engine.chat.preflight import DEFAULT_STARTUP_TIMEOUT_S, Target, check_endpoints, max_model_len
 from engine.store import Store
 from engine.log import get_logger
+from engine.simulated import simulated_endpoint
 
 log = get_logger("engine.job")
 
 SIM_BANNER = ("SIMULATED ENDPOINT: no --task-endpoint given, so this job talks to the built-in simulated policy "
               "on 127.0.0.1. Its scores are NOT model scores; the job is marked non-conformant.")
-
-
-@contextmanager
-def simulated_endpoint(tasks: list[str], data_dir: str | None, delay_s: float = 0.0,
-                       reflection_model: str = SIMULATED_REFLECTION_MODEL_ID,
-                       require_api_key: ApiKey | None = None) -> Iterator[str]:
-    """The in-process simulated endpoint; with `require_api_key` it answers 401 to requests without that key."""
-    from engine.sim.build import build_policy
-    from engine.sim.server import SimServer
-
-    server = SimServer(build_policy(tasks, data_dir, reflection_model), delay_s=delay_s,
-                       api_key=require_api_key.reveal() if require_api_key is not None else None)
-    server.start()
-    try:
-        yield server.base_url
-    finally:
-        server.stop()
 
 
 async def open_task_pool(stack: AsyncExitStack, endpoints: Sequence[str], *, task: str, data_dir: str | None,

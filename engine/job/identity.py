@@ -21,6 +21,7 @@ from core.protocol import (
     condition,
     runtime_implementation_id,
 )
+from core.methods import method_options
 from engine.job.artifacts import Sealed, read_json, write_artifact
 from engine.job.config import JobConfig
 from engine.job.evidence import without_evidence
@@ -73,6 +74,7 @@ def build_identity(cfg: JobConfig, seed_bundle: PromptBundle, split_sha256: str,
         reasons.append("task_model_id_not_canonical")
     if cfg.smoke is not None:
         reasons.append(SMOKE_REASON)
+    reasons.extend(method_options(cfg.method, cfg.method_options)[1])  # a non-default method option
     implementation = method_implementation_id(cfg.method)
     versioned: dict[str, Any] = {} if implementation is None else {"method_implementation_id": implementation}
     if cfg.smoke is not None:  # given only for a smoke run: an ordinary job.json is unchanged

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from core.coalition import CoalitionGame, MemberMask
 from core.errors import ContractError, InfrastructureInvalidError
 from core.ledger import BudgetLedger, LedgerSnapshot
 from core.models import PromptBundle, RolloutRecord, RolloutStatus, Row
@@ -13,6 +13,7 @@ from core.optimizer import CurvePoint
 from core.protocol import OPTIMIZATION_DECODING, REPETITION_PENALTY, Decoding
 from core.seeds import request_seed
 from core.selection import forbidden_metadata
+from core.transcript import Transcript
 from engine.chat.endpoint import EndpointPool
 from engine.reflection import ReflectionClient
 from engine.runner import RetryPolicy, RolloutSpec, Runner, rollout_key
@@ -29,7 +30,6 @@ TASK_MODEL_COMPONENTS = {
 
 
 MAX_CONSECUTIVE_INFRA_FAILURES = 25
-ROLE_OUTPUT_CACHE_CHARS = 16_000_000  # the role outputs kept in memory (a few hundred rollouts of 1 MB replies)
 
 
 class LedgerRunner:
@@ -42,12 +42,13 @@ class LedgerRunner:
 
     def __init__(self, *, runner: Runner, ledger: BudgetLedger, cell_id: str, optimizer_seed: int,
                  roles: Sequence[str], allowed_ids: set[str],
-                 max_consecutive_infra: int = MAX_CONSECUTIVE_INFRA_FAILURES):
+                 max_consecutive_infra: int = MAX_CONSECUTIVE_INFRA_FAILURES, game: CoalitionGame | None = None):
         self._runner = runner
         self._ledger = ledger
         self._cell_id = cell_id
         self._seed = optimizer_seed
         self.roles = tuple(roles)
+        self.game = game  # the topology's coalition game (core/coalition.py), None when it offers none
         self._allowed = frozenset(allowed_ids)
         # what the phase artifacts need, without the final outputs (memory does not grow with the rollouts):
         # (record without final output, budget after it), and for charged rollouts the record as written to
@@ -56,10 +57,6 @@ class LedgerRunner:
         self.charged_artifacts: list[dict[str, Any]] = []
         self._max_infra = max_consecutive_infra
         self._infra_run = 0
-        # role outputs (SessionRunner.role_outputs), read per batch once the method has asked for one
-        self._reads_outputs = False
-        self._outputs: OrderedDict[str, dict[str, str]] = OrderedDict()
-        self._output_chars = 0
 
     def budget(self) -> LedgerSnapshot:
         return self._ledger.snapshot()
@@ -71,37 +68,23 @@ class LedgerRunner:
         if leaked:
             raise ContractError(f"bundle metadata carries forbidden keys: {', '.join(leaked)}")
 
-    async def run_batch(self, rows: Sequence[Row], bundle: PromptBundle, iteration: int | str) -> list[RolloutRecord]:
-        return await self._run(rows, bundle, iteration, bundle.digest)
+    async def run_batch(self, rows: Sequence[Row], bundle: PromptBundle, iteration: int | str, *,
+                        control: MemberMask | None = None) -> list[RolloutRecord]:
+        return await self._run(rows, bundle, iteration, bundle.digest, control)
 
     async def run_paired(self, rows: Sequence[Row], bundle: PromptBundle, iteration: int | str,
-                         pair_key: str) -> list[RolloutRecord]:
-        """core.optimizer.SessionRunner: the seed's role slot holds `pair_key` instead of the bundle digest."""
-        return await self._run(rows, bundle, f"{iteration}|pair", f"pair:{pair_key}")
+                         pair_key: str, *, control: MemberMask | None = None) -> list[RolloutRecord]:
+        """core.optimizer.SessionRunner: the seed's role slot holds `pair_key` instead of the bundle digest (a
+        `control` mask changes the rollout's identity, not its seed: coalitions of one pair see the same seeds)."""
+        return await self._run(rows, bundle, f"{iteration}|pair", f"pair:{pair_key}", control)
 
-    def role_outputs(self, record: RolloutRecord) -> dict[str, str]:
-        """The last recorded reply text per role of one rollout (its last attempt wins). Read off the event loop:
-        once a method has asked for one, every later batch's are read together on a worker thread as the batch
-        ends (engine/store/units.py) and kept, at most ROLE_OUTPUT_CACHE_CHARS characters, newest kept; only a
-        rollout outside them (the first asked for, or one evicted) is read here, blocking."""
-        self._reads_outputs = True
-        found = self._outputs.get(record.rollout_id)
-        if found is None:
-            found = self._runner.store.role_outputs_now(record.rollout_id)
-            self._keep_outputs({record.rollout_id: found})
-        return dict(found)
-
-    def _keep_outputs(self, outputs: Mapping[str, dict[str, str]]) -> None:
-        for rollout_id, roles in outputs.items():
-            self._outputs.pop(rollout_id, None)
-            self._outputs[rollout_id] = roles
-            self._output_chars += sum(len(t) for t in roles.values())
-        while self._output_chars > ROLE_OUTPUT_CACHE_CHARS and len(self._outputs) > 1:
-            _, dropped = self._outputs.popitem(last=False)
-            self._output_chars -= sum(len(t) for t in dropped.values())
+    async def transcripts(self, records: Sequence[RolloutRecord]) -> list[Transcript]:
+        """core.optimizer.SessionRunner: every recorded turn of each rollout, read from the store on a worker
+        thread (engine/store/reads.py), in input order. Nothing is kept in memory: a method reads what it needs."""
+        return await self._runner.store.transcripts([rec.rollout_id for rec in records])
 
     async def _run(self, rows: Sequence[Row], bundle: PromptBundle, iteration: int | str,
-                   seed_slot: str) -> list[RolloutRecord]:
+                   seed_slot: str, control: MemberMask | None = None) -> list[RolloutRecord]:
         for row in rows:
             if row.id not in self._allowed:
                 raise ContractError(f"optimizer asked for row {row.id!r}, which is not a train/validation row")
@@ -109,13 +92,12 @@ class LedgerRunner:
         specs = []
         for pos, row in enumerate(rows):
             seed = request_seed(self._seed, self._cell_id, "optimize", iteration, row.id, seed_slot, pos)
+            masked = {} if control is None else {"control": control.as_json()}  # unmasked keys unchanged
             specs.append(RolloutSpec(
-                row=row, bundle=bundle, seed=seed, phase="optimize", position=pos,
+                row=row, bundle=bundle, seed=seed, phase="optimize", position=pos, control=control,
                 rollout_key=rollout_key(phase="optimize", iteration=str(iteration), position=pos, example_id=row.id,
-                                        bundle=bundle.digest, seed=seed)))
+                                        bundle=bundle.digest, seed=seed, **masked)))
         records = await self._runner.run_batch(specs, OPTIMIZATION_DECODING, self._ledger)
-        if self._reads_outputs:
-            self._keep_outputs(await self._runner.store.role_outputs([rec.rollout_id for rec in records]))
         charged = [rec for rec in records if rec.charged]
         stored = await self._runner.store.externalize(
             [rec.model_copy(update={"replayed": False}).model_dump(mode="json") for rec in charged])

@@ -55,8 +55,10 @@ async def optimize(ctx: JobContext) -> Sealed[Optimization]:
         return sealed
     train, validation = ctx.data.train(), ctx.data.validation()
     roles = ctx.topology.roles(ctx.cfg.cell.task, ctx.cfg.cell.team_size)
+    game = getattr(ctx.topology, "coalition_game", None)  # topologies that honour member masks offer one
     facade = LedgerRunner(runner=ctx.runner, ledger=ctx.ledger, cell_id=ctx.cell_id, optimizer_seed=ctx.cfg.seed,
-                          roles=roles, allowed_ids={r.id for r in train} | {r.id for r in validation})
+                          roles=roles, allowed_ids={r.id for r in train} | {r.id for r in validation},
+                          game=game(ctx.cfg.cell.task, ctx.cfg.cell.team_size) if callable(game) else None)
     if not ctx.cfg.quiet:
         log.info(f"plan: {ctx.optimizer.plan(ctx.cfg.budget, len(train), len(validation))}", kind="plan")
     started = time.monotonic()

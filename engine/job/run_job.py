@@ -23,7 +23,7 @@ from core.protocol import REFLECTION_TIMEOUT_S
 from engine.chat.endpoint import EndpointPool
 from engine.heap import long_lived_heap_frozen
 from engine.job.artifacts import read_artifact
-from engine.job.benchmark_setup import configure_benchmark, tool_environment
+from engine.benchmark_setup import configure_benchmark, tool_environment
 from engine.job.config import DEFAULT_REFLECTION_URL, JobConfig
 from engine.job.context import JobContext
 from engine.job.data import JobData
@@ -38,7 +38,7 @@ from engine.job.phase_heldout import held_out_test
 from engine.job.phase_optimize import optimize
 from engine.job.phase_select import select
 from engine.job.phases import PhaseCompleted, check_phase_inputs, phase_summary
-from engine.job.recovery import record_failure, recover, say_replays
+from engine.job.recovery import record_failure, recover, say_replays, unfinished
 from engine.job.sandbox_gate import gate_sandbox
 from engine.job.smoke import announce, progress_prefix, smoke_budget
 from engine.log import get_logger
@@ -47,6 +47,7 @@ from engine.reflection import ReflectionClient
 from engine.runner import Runner
 from engine.store import Store
 from engine.store.schema import create_store_file
+from core.methods import method_options
 from optimizers.registry import get_optimizer, smallest_budget, task_model_components, uses_reflection
 from topologies.prompts import seed_bundle as load_seed_bundle
 from engine.gateway.server import Gateway
@@ -84,7 +85,8 @@ def prepare(cfg: JobConfig, bench: Benchmark | None = None) -> Prepared:
     # Every request of a job goes through the optimizer bridge: contract version 2 plus the format nudges.
     topology = build_topology(cfg.cell, contract_version=JOB_CONTRACT_VERSION)
     clients = late_clients(cfg.method)
-    optimizer = get_optimizer(cfg.method, seed=cfg.seed, **clients)  # type: ignore[arg-type]
+    options, _ = method_options(cfg.method, cfg.method_options)  # non-default ones: non-conformant (identity)
+    optimizer = get_optimizer(cfg.method, seed=cfg.seed, **clients, **options)  # type: ignore[arg-type]
     claimed_tables(cfg)  # an off-grid cell is refused before any data is read
     data = JobData(bench, cfg.data_dir, cfg.out, rows_per_split=cfg.smoke)
     data.train()
@@ -125,6 +127,7 @@ async def run_job(cfg: JobConfig, bench: Benchmark | None = None, *, shared_pool
         cfg.out.mkdir(parents=True, exist_ok=True)
         stack.enter_context(job_lock(cfg.out))
         ready = replace(ready, identity=_identity(cfg, ready.identity, resuming, pool, reflection))
+        ready.data.record_splits()
         cell_id = ready.identity.cell_id
         store = await stack.enter_async_context(Store(cfg.out / "card.sqlite", run_id=cell_id))
         if shared_pool is None:
@@ -265,9 +268,13 @@ async def _cancel_interrupted(store: Store, run_node: str, why: str | None = Non
 
 
 def _optimization_completed(out: Path) -> bool:
-    """Optimization is sealed as completed: its reflection endpoint is no longer needed (nor checked)."""
+    """Optimization is sealed as completed and this run keeps it: its reflection endpoint is no longer needed (nor
+    checked). One holding a rollout that failed every attempt is set aside and run again (engine.job.recovery):
+    that re-run reflects."""
     path = out / "optimization.json"
-    return path.exists() and read_artifact(path, Optimization).artifact.status == "completed"
+    if not path.exists() or read_artifact(path, Optimization).artifact.status != "completed":
+        return False
+    return str(out / "optimization.json") not in {str(p) for p in unfinished(out)[1]}
 
 
 def summary_line(result: JobOutcome, smoke: int | None = None) -> dict[str, Any]:

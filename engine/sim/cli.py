@@ -15,7 +15,7 @@ from typing import Sequence
 
 from core.errors import EngineError, UsageError
 from engine.chat.auth import api_key_from_env, check_env_name
-from engine.cli.args import StrictParser, check_ascii_text, check_out_file, int_in, positive_float
+from engine.args import StrictParser, check_ascii_text, check_out_file, int_in, positive_float
 from engine.sim import build
 from engine.sim.faults import FAULT_KINDS, FaultPlan, parse_fault_spec
 from engine.sim.policy import DEFAULT_REFLECTION_MODEL

@@ -15,6 +15,13 @@ the scorer against the gold answer), and "carries m" = the prompt contains m.rem
   scorer against its gold answer; `Winner: A` / `Winner: B` when exactly one is correct, else `Winner: TIE`.
   An unknown item or kind gets `Winner: TIE` / `Score: 5`.
 
+--- TAVO (protocol 8.8) ---
+* subtrajectory (`<segment>`, `Item: <row id>`): the step is scored by the row's benchmark scorer against its gold
+  answer (the whole step, and each of its agent turns `[role#member turn t] text`): a step holding a correct
+  answer gets `Progress: 9 / Coordination: 8 / Stage: 8`, any other `Progress: 3 / Coordination: 5 / Stage: 5`;
+  an unknown item gets 5 on every axis.
+--- end TAVO ---
+
 The kinds are the `judge_tasks` the method table declares (core/methods.py; `judge_tasks()` lists them); each has
 one scripted verdict in `SimJudge.VERDICTS` (tests/optimizers/test_sim_judge.py checks that none is missing), and a
 declared kind without one is answered as an unknown kind.
@@ -34,6 +41,7 @@ __all__ = ["SimJudge", "judge_kind", "judge_tasks", "unscripted_judge_tasks"]
 
 _KIND_RE = re.compile(r"<judge_task>(\w+)</judge_task>")
 _ITEM_RE = re.compile(r"(?m)^Item: (\S+)\s*$")
+_TURN_RE = re.compile(r"(?m)^\[\w+#\d+ turn \d+\] (.*)$")  # TAVO: an agent turn of a rendered step
 
 
 def judge_kind(text: str) -> str | None:
@@ -80,9 +88,26 @@ class SimJudge:
     def _pairwise(self, text: str) -> str:
         return f"Winner: {self.pairwise(text)}"
 
+    # --- TAVO (protocol 8.8): the sub-trajectory verdict ---
+    def _subtrajectory(self, text: str) -> str:
+        scores = self.subtrajectory(text)
+        return "\n".join(f"{axis}: {v}" for axis, v in zip(("Progress", "Coordination", "Stage"), scores))
+
+    def subtrajectory(self, text: str) -> tuple[int, int, int]:
+        item = _ITEM_RE.search(text)
+        found = self.find_row(item.group(1)) if item else None
+        if found is None:
+            return 5, 5, 5
+        bench, row = found
+        step = _section(text, "segment")
+        parts = [step, *(m.group(1) for m in _TURN_RE.finditer(step))]
+        return (9, 8, 8) if any(self._correct(bench, row, part) for part in parts) else (3, 5, 5)
+    # --- end TAVO ---
+
     # judge kind -> its scripted verdict (the kinds are the methods' `judge_tasks`, core/methods.py)
     VERDICTS: ClassVar[dict[str, Callable[["SimJudge", str], str]]] = {"node": _node, "edge": _edge, "blame": _blame,
-                                                             "pairwise": _pairwise}
+                                                             "pairwise": _pairwise,
+                                                             "subtrajectory": _subtrajectory}  # TAVO
 
     def needed(self, feedback: str) -> list[FailureMode]:
         return [m for m in self.modes if re.search(m.feedback_pattern, feedback)]

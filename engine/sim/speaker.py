@@ -1,4 +1,4 @@
-"""The simulated model as a group chat's speaker selector (AutoGen's SelectorGroupChat, frameworks/autogen.py).
+"""The simulated model as a group chat's speaker selector (AutoGen's SelectorGroupChat, topologies/frameworks/autogen.py).
 
 AutoGen's model-based selector sends one prompt holding the role list, the conversation and the sentence "select
 the next role from ['a', 'b'] to play". The simulated model answers with the candidate named first in the latest

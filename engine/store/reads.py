@@ -1,17 +1,28 @@
 """The store's read side: a separate SQLite connection, guarded by a lock; the per-call lookups check in-memory key
-sets first and read on a worker thread only on a hit, so the event loop never blocks on SQLite."""
+sets first and read on a worker thread only on a hit, so the event loop never blocks on SQLite.
+
+`transcripts` is the optimize phase's named read of whole rollouts (core.optimizer.SessionRunner.transcripts:
+MAPRO, MASPO and TAVO read every turn): the successful model calls and tool replies of many rollouts, in one
+worker-thread trip."""
 
 from __future__ import annotations
 
 import json
 import sqlite3
 import threading
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
 import anyio
 
 from core.blobs import resolve
+from core.transcript import ToolReply, Transcript, Turn
+
+# every successful model call and every tool reply of a rollout's attempts (executions `<rollout>#...`)
+_TURN_EVENTS = ("SELECT task_execution_id, node_id, event_type, payload FROM events WHERE task_execution_id >= ? "
+                "AND task_execution_id < ? AND ((event_type = 'model_call' AND ok = 1) OR event_type = 'tool_result') "
+                "ORDER BY rowid")
 
 
 class StoreReads:
@@ -66,3 +77,38 @@ class StoreReads:
         """A blocking read for start-up and phase boundaries (never on the per-call path)."""
         with self._read_lock:
             return self._rconn.execute(sql, params).fetchall()
+
+    async def transcripts(self, rollout_ids: Sequence[str]) -> list[Transcript]:
+        """Every recorded successful turn of each rollout (all its attempts, in recorded order) with the tool
+        replies of its tool calls; one worker-thread trip for all of them, in input order."""
+        return await anyio.to_thread.run_sync(partial(self._transcripts_of, list(rollout_ids)))
+
+    def _transcripts_of(self, rollout_ids: list[str]) -> list[Transcript]:
+        with self._read_lock:  # the rows first: resolving blobs takes the lock again
+            found = [self._rconn.execute(_TURN_EVENTS, (f"{r}#", f"{r}$")).fetchall()  # '$' follows '#'
+                     for r in rollout_ids]
+        return [_transcript(r, rows, self._load) for r, rows in zip(rollout_ids, found)]
+
+
+def _transcript(rollout_id: str, rows: list[tuple[Any, ...]], load: Callable[[str | None], Any]) -> Transcript:
+    turns: list[dict[str, Any]] = []
+    by_node: dict[str, dict[str, Any]] = {}
+    for execution, node_id, kind, text in rows:
+        payload = load(text) or {}
+        if kind == "tool_result":
+            if node_id in by_node:
+                by_node[node_id]["tool_replies"].append(ToolReply(
+                    str(payload.get("tool_name") or ""), str(payload.get("content") or ""),
+                    bool(payload.get("is_error"))))
+            continue
+        if not isinstance(payload.get("role"), str):
+            continue
+        response = payload.get("response") or {}
+        turn = {"role": payload["role"], "member": int(payload.get("member") or 0),
+                "turn": int(payload.get("turn") or 0), "attempt": execution,
+                "messages": tuple((payload.get("request") or {}).get("messages") or ()),
+                "reply": str(response.get("content") or ""),
+                "tool_calls": tuple(response.get("tool_calls") or ()), "tool_replies": []}
+        by_node[node_id] = turn
+        turns.append(turn)
+    return Transcript(rollout_id, tuple(Turn(**{**t, "tool_replies": tuple(t["tool_replies"])}) for t in turns))

@@ -4,26 +4,15 @@
 - `cancel_running` (the job: nodes a killed process or a failing job left running become cancelled) reads the
   running nodes inside the writer's transaction, after every write queued before it, so a cancelled task's
   queued status change still lands first.
-- `role_outputs` (the optimize phase: MAPRO's and MASPO's per-role transcripts) reads the last reply per role of
-  many rollouts in one worker-thread trip, off the event loop like the store's other reads; `role_outputs_now`
-  is the same read, blocking, for a rollout nobody asked for in advance.
+
+The optimize phase's transcript read (`transcripts`) is a read: engine/store/reads.py.
 """
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import threading
-from collections.abc import Sequence
-from functools import partial
 from typing import TYPE_CHECKING, Any
-
-import anyio
-
-from core.blobs import resolve
-
-_ROLE_REPLIES = ("SELECT payload FROM events WHERE task_execution_id >= ? AND task_execution_id < ? AND "
-                 "event_type = 'model_call' AND ok = 1 ORDER BY rowid")
 
 
 class StoreUnits:
@@ -51,27 +40,3 @@ class StoreUnits:
 
         result: list[str] = await self.write(op)
         return result
-
-    async def role_outputs(self, rollout_ids: Sequence[str]) -> dict[str, dict[str, str]]:
-        """For each rollout, the last successful reply text per role (its last attempt wins), in the order the
-        roles first spoke; one worker-thread trip for all of them."""
-        return await anyio.to_thread.run_sync(partial(self._role_outputs_of, list(rollout_ids)))
-
-    def role_outputs_now(self, rollout_id: str) -> dict[str, str]:
-        """`role_outputs` of one rollout, blocking (a cold path: the prefetched ones are in memory)."""
-        return self._role_outputs_of([rollout_id])[rollout_id]
-
-    def _role_outputs_of(self, rollout_ids: list[str]) -> dict[str, dict[str, str]]:
-        with self._read_lock:  # the rows first: resolving blobs takes the lock again
-            texts = {r: self._rconn.execute(_ROLE_REPLIES, (f"{r}#", f"{r}$")).fetchall()  # '$' follows '#'
-                     for r in rollout_ids}
-        found: dict[str, dict[str, str]] = {}
-        for rollout_id, rows in texts.items():
-            out: dict[str, str] = {}
-            for (text,) in rows:
-                payload = resolve(json.loads(text), self.blob)
-                response = payload.get("response") or {}
-                if isinstance(payload.get("role"), str):
-                    out[payload["role"]] = str(response.get("content") or "")
-            found[rollout_id] = out
-        return found

@@ -56,7 +56,8 @@ def task_urls_from(flags: list[str] | None, file: str | None) -> tuple[str, ...]
 
 @contextmanager
 def simulated(tasks: list[str], data_dir: str | None, delay_s: float) -> Iterator[str]:
-    from engine.job.endpoints import simulated_endpoint
+    import engine.sim.start  # noqa: F401  (provides the starter)
+    from engine.simulated import simulated_endpoint
 
     with simulated_endpoint(tasks, data_dir, delay_s=delay_s) as url:
         yield url

@@ -77,6 +77,22 @@ def protocol_grid() -> list[Configuration]:
     return sorted(configs, key=lambda c: (c.model != "qwen", c.task, c.registry_key, c.method))
 
 
+def mask_refusal(config: Configuration, runtime: str) -> str | None:
+    """Why a method that runs masked coalitions (HiveMind) cannot run this configuration (core/methods.py
+    `check_member_masks`, the job's own refusal), or None."""
+    from core.errors import UsageError
+    from core.methods import check_member_masks
+    from topologies.registry import TOPOLOGIES
+
+    framework = "native" if runtime == "native" else config.framework
+    try:
+        check_member_masks(config.method, framework, config.topology,
+                           bool(getattr(TOPOLOGIES.get(config.topology), "member_masks", False)))
+    except UsageError as exc:
+        return str(exc)
+    return None
+
+
 def not_implemented_reason(config: Configuration, implemented: tuple[str, ...],
                            runtime: str = "frameworks") -> str | None:
     """Why this engine cannot run the configuration here, or None when it can. Runtime `frameworks` runs each
@@ -87,6 +103,10 @@ def not_implemented_reason(config: Configuration, implemented: tuple[str, ...],
     reasons = []
     if config.method not in implemented:
         reasons.append(f"method {config.method} is not implemented")
+    else:
+        masks = mask_refusal(config, runtime)
+        if masks:
+            reasons.append(masks)
     if runtime == "native" and config.framework != "langgraph":
         reasons.append(f"framework {config.framework} (table 2) runs only with --runtime frameworks")
     elif runtime == "frameworks":

@@ -30,6 +30,7 @@ class JobSettings:
     max_outage: float = 900.0
     dataset_options: dict[str, Any] = field(default_factory=dict)
     smoke: int | None = None  # `sweep run --smoke N`: every job a smoke run on N rows per split (engine/job/smoke.py)
+    routing: str | None = None  # `sweep run --routing`: the shared pools' (engine/chat/routing.py); None: the default
 
     def as_dict(self) -> dict[str, Any]:
         smoke = {} if self.smoke is None else {"smoke": self.smoke}  # absent for a full sweep: old dirs still match

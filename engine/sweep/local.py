@@ -21,6 +21,7 @@ import anyio
 
 from engine.chat.auth import scrub
 from engine.chat.endpoint import EndpointPool
+from engine.chat.routing import default_routing
 from engine.progress import ProgressSnapshot
 from engine.sweep.cost import calls_per_rollout
 from engine.sweep.endpoints import Checked, EndpointSpec, open_shared
@@ -75,10 +76,11 @@ async def run_local(specs: list[JobSpec], sweep_dir: Path, state: SweepState, se
     cancelled when they are done. `checked`: the sweep's start-up check of this pass (None: check here)."""
     needs_reflection = any(uses_reflection(s.method) for s in specs)
     async with AsyncExitStack() as stack:
-        pool, reflection = await open_shared(
-            stack, endpoints, model_id=model_id,
-            reflection_model=settings.reflection_model if needs_reflection else None,
-            request_timeout=settings.request_timeout, startup_timeout=startup_timeout, checked=checked)
+        with default_routing(settings.routing):  # `sweep run --routing`
+            pool, reflection = await open_shared(
+                stack, endpoints, model_id=model_id,
+                reflection_model=settings.reflection_model if needs_reflection else None,
+                request_timeout=settings.request_timeout, startup_timeout=startup_timeout, checked=checked)
         jobs = anyio.CapacityLimiter(max_jobs)
         live = LiveProgress(state)
 

@@ -10,6 +10,7 @@ engine/sweep/live.py.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,16 +52,24 @@ def planned_rollouts(method: str, cell: str, budget: int, job_dir: Path | None =
 
 
 def _sealed(path: Path, model: Any) -> Any:
+    """The sealed artifact at `path`, or None. Read once per version of the file (path, size and mtime): a poll
+    of `sweep status` asks for each optimization.json twice (`candidate_share`, `planned_rollouts`), and every
+    poll asks again for the artifacts of jobs that ended long ago."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return _read_sealed(str(path), model, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=8192)
+def _read_sealed(path: str, model: Any, mtime_ns: int, size: int) -> Any:
     from engine.job.artifacts import read_artifact
 
-    if not path.is_file():
-        return None
     try:
-        return read_artifact(path, model).artifact
+        return read_artifact(Path(path), model).artifact
     except Exception:  # being written, or damaged: the job's own resume decides; here only a plan is refined
         return None
-
-
 
 
 @dataclass(frozen=True)

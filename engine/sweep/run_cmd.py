@@ -15,9 +15,10 @@ import anyio
 from core.cell import parse_cell
 from core.errors import UsageError
 from engine.chat.preflight import DEFAULT_STARTUP_TIMEOUT_S
-from engine.cli.args import StrictParser, check_out_directory, int_in, positive_float
+from engine.args import StrictParser, check_out_directory, int_in, positive_float
+from engine.chat.routing import ROUTINGS, check_routing
 from engine.sweep.aggregation import aggregate_sweep
-from engine.sweep.cli import add_grid_options, planned_jobs
+from engine.sweep.grid_options import add_grid_options, planned_jobs
 from engine.sweep.endpoints import Checked, EndpointSpec, preflight, simulated, task_urls_from
 from engine.sweep.evalcache import EvaluationCache
 from engine.sweep.jobcall import JobSettings
@@ -50,6 +51,9 @@ def make_parser() -> argparse.ArgumentParser:
     e.add_argument("--max-outage", type=positive_float("--max-outage", allow_zero=True), default=900.0,
                    help="seconds requests wait while no endpoint is healthy (default 900); waits are logged to "
                    "SWEEP_DIR/pool-events.jsonl")
+    e.add_argument("--routing", type=check_routing, default=None, metavar="|".join(ROUTINGS),
+                   help="which task endpoint serves a request (default cache-aware with more than one endpoint, "
+                        "else least-loaded; engine/chat/routing.py); never changes a result, resumable with another")
     e.add_argument("--request-timeout", type=positive_float("--request-timeout"), default=1200.0)
     e.add_argument("--startup-timeout", type=positive_float("--startup-timeout"), default=DEFAULT_STARTUP_TIMEOUT_S)
     x = p.add_argument_group("execution")
@@ -82,7 +86,7 @@ def settings_from(args: argparse.Namespace, model_id: str, n_endpoints: int) -> 
                        reflection_model=args.reflection_model or (SIM_REFLECTION if args.simulated else None),
                        concurrency=args.limit * max(1, n_endpoints),
                        request_timeout=args.request_timeout, simulated=args.simulated,
-                       max_outage=args.max_outage, smoke=args.smoke)
+                       max_outage=args.max_outage, smoke=args.smoke, routing=args.routing)
 
 
 def run_main(argv: Sequence[str]) -> int:
@@ -140,6 +144,8 @@ def check_flags(args: argparse.Namespace) -> None:
         raise UsageError("--sim-delay-ms applies to the built-in simulated endpoint only: add --simulated")
     if args.executor == "ray" and args.workers is not None:
         raise UsageError("--workers applies to the local executor only (Ray places its own workers)")
+    if args.executor == "ray" and args.routing is not None:
+        raise UsageError("--routing applies to the local executor only (Ray's workers route by the default rule)")
     if args.executor != "ray" and (args.address is not None or args.ray_local_cpus is not None):
         raise UsageError("--address and --ray-local-cpus apply to --executor ray only")
 

@@ -33,7 +33,7 @@ import anyio
 
 from core.errors import UsageError
 from engine.chat.preflight import Target, check_endpoints
-from engine.cli.args import StrictParser, int_in, positive_float
+from engine.args import StrictParser, int_in, positive_float
 
 VLLM_FLAGS = ("--max-model-len", "131072", "--generation-config", "vllm")
 STOP_GRACE_S = 15.0

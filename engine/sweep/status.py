@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from core.errors import UsageError
-from engine.cli.args import StrictParser, positive_float
+from engine.args import StrictParser, positive_float
 from engine.sweep.live import SweepView, read_sweep
 from engine.sweep.remaining import JobView
 

@@ -25,6 +25,7 @@ from typing import Any, BinaryIO
 
 import anyio
 
+from engine.chat.routing import default_routing
 from engine.progress import ProgressSnapshot
 from engine.sweep.broker import BrokerClient
 from engine.sweep.endpoints import EndpointSpec, open_shared
@@ -63,11 +64,12 @@ async def serve(init: dict[str, Any], out: BinaryIO) -> None:
         out.write((json.dumps(message, default=str) + "\n").encode())
 
     async with AsyncExitStack() as stack:
-        pool, reflection = await open_shared(
-            stack, endpoints, model_id=init["model_id"],
-            reflection_model=settings.reflection_model if init["needs_reflection"] else None,
-            request_timeout=settings.request_timeout, startup_timeout=init["startup_timeout"],
-            checked=pickle.loads(base64.b64decode(init["checked"])) if init.get("checked") else None)
+        with default_routing(settings.routing):  # `sweep run --routing`, as the parent's settings say
+            pool, reflection = await open_shared(
+                stack, endpoints, model_id=init["model_id"],
+                reflection_model=settings.reflection_model if init["needs_reflection"] else None,
+                request_timeout=settings.request_timeout, startup_timeout=init["startup_timeout"],
+                checked=pickle.loads(base64.b64decode(init["checked"])) if init.get("checked") else None)
         broker = BrokerClient(len(pool.endpoints) + (reflection is not None))
         await broker.connect(init["broker"])
         stack.callback(broker.close)

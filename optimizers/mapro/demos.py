@@ -6,7 +6,7 @@ what this implementation decided where it is silent:
 
 * Source: a demonstration is one role's own invocation in a train rollout MAPRO already ran (the seed pass and the
   later train passes): the row's task and the role's recorded output (the last reply of that role,
-  `SessionRunner.role_outputs`; the terminal role falls back to the team's final output when it has no text, e.g.
+  `SessionRunner.transcripts`; the terminal role falls back to the team's final output when it has no text, e.g.
   tool calls only). So demos cost no rollout: charging and the plan are exactly those of MAPRO without them.
   Only usable records are ever read (optimizers/scoring.py, protocol 5.3): an infrastructure failure is never a
   demonstration, accepted or rejected. Accepted = `success` with score 1; rejected = a usable record scoring < 1.

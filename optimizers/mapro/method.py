@@ -135,6 +135,7 @@ class _Run:
         if any(r.budget_exhausted for r in records):
             return None
         self.records, self.records_round = records, rnd
+        await self.potentials.outputs.load(records)
         self.demos.add_pass(rnd, self.rows, records, self.potentials.outputs)
         found = usable_mean(records)
         if found.value is None:

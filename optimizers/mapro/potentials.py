@@ -20,6 +20,7 @@ from core.models import RolloutRecord, Row
 from core.optimizer import ModelClient, OptimizerRunner
 from optimizers.mapro.prompts import blame_prompt, edge_judge_prompt, node_judge_prompt
 from optimizers.mapro.roles import RoleGraph, parse_blame, parse_score, render_transcript
+from optimizers.transcripts import RoleOutputs
 from optimizers.reflective_dataset import task_text
 
 NEUTRAL_SCORE = 5  # a malformed or failed judge reply
@@ -55,10 +56,8 @@ class Potentials:
         self.failed_calls = 0
         self._memo: dict[tuple[Any, ...], tuple[dict[str, list[float]], dict[tuple[str, str], list[list[float]]]]] = {}
 
-    def outputs(self, record: RolloutRecord) -> dict[str, str]:
-        """The last recorded reply per role (SessionRunner.role_outputs); {} for a runner without them."""
-        outputs_of = getattr(self.runner, "role_outputs", None)
-        return dict(outputs_of(record)) if callable(outputs_of) else {}
+        # the last recorded reply per role of loaded rollouts (SessionRunner.transcripts, optimizers/transcripts.py)
+        self.outputs = RoleOutputs(runner)
 
     def transcript(self, row: Row, record: RolloutRecord) -> str:
         return render_transcript(row, record, self.outputs(record))

@@ -23,6 +23,7 @@ from optimizers.maspo.reward import Reward, joint_reward, mean, outcome, refresh
 from optimizers.maspo.templates import GENERIC, Judging, Templates, role_place
 from optimizers.reflective_dataset import task_text
 from optimizers.scoring import paired_scores
+from optimizers.transcripts import RoleOutputs
 
 
 class Credit:
@@ -30,14 +31,12 @@ class Credit:
                  templates: Templates = GENERIC):
         self.runner, self.graph, self.judge, self.threads = runner, graph, judge, threads
         self.templates = templates  # the task's judge template (optimizers/maspo/templates.py)
-        self._outputs: dict[str, dict[str, str]] = {}
+        self.outputs = RoleOutputs(runner)  # role outputs of loaded rollouts (optimizers/transcripts.py)
         self._in_flight = anyio.CapacityLimiter(max(1, threads))  # shared by concurrent offspring: <= 4 in all
 
-    def outputs(self, record: RolloutRecord) -> dict[str, str]:
-        if record.rollout_id not in self._outputs:
-            read = getattr(self.runner, "role_outputs", None)
-            self._outputs[record.rollout_id] = dict(read(record)) if callable(read) else {}
-        return self._outputs[record.rollout_id]
+    async def load(self, records: Sequence[RolloutRecord]) -> None:
+        """Read the transcripts of a batch's usable rollouts (one read off the event loop) before credit uses them."""
+        await self.outputs.load(records)
 
     async def _judge(self, role: str, row: Row, parent: str, child: str, position: int, key: str) -> float:
         child_is = "B" if position % 2 == 0 else "A"

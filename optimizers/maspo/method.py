@@ -128,6 +128,7 @@ class _Run:
                          else self.runner.run_batch(rows, bundle, key))
         if any(r.budget_exhausted for r in records):
             raise _Stop()
+        await self.credit.load(records)
         return list(records)
 
     def incumbent(self) -> PromptBundle:

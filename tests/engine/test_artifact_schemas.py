@@ -18,7 +18,8 @@ from core.canonical import canonical_json, seal
 from core.errors import ArtifactError, JobIdentityError
 from engine.aggregate.synthetic import grid_cells, synthetic_result
 from engine.cards.export import export_card
-from engine.job.artifacts import parse_artifact, read_artifact, write_sealed
+from core.artifact_parse import parse_artifact
+from engine.job.artifacts import read_artifact, write_sealed
 from engine.job.schemas import SCHEMA_DIR, artifact_schema, schema_file
 from tests.conftest import start_sim
 from tests.engine.jobutil import run

@@ -1,4 +1,4 @@
-"""engine/retry.py's loop end and the one parser kit (engine/cli/args.py) under every command that parses."""
+"""engine/retry.py's loop end and the one parser kit (engine/args.py) under every command that parses."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from core.errors import InfrastructureError, UsageError
 from engine.aggregate.cli import main as aggregate_main
 from engine.cards.cli import main as card_main
-from engine.cli.args import ParseError
+from engine.args import ParseError
 from engine.cli.sandbox_cmd import main as sandbox_main
 from engine.retry import RetryPolicy, retrying
 

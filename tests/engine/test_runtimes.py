@@ -30,7 +30,7 @@ def test_native_cells_build_the_engines_topologies():
 ])
 def test_a_missing_framework_library_names_its_extra(monkeypatch, cell, extra, library):
     for name in list(sys.modules):
-        if name == library or name.startswith(f"{library}.") or name.startswith("frameworks."):
+        if name == library or name.startswith(f"{library}.") or name.startswith("topologies.frameworks."):
             monkeypatch.delitem(sys.modules, name)
     real_import = builtins.__import__
 

@@ -39,42 +39,61 @@ async def test_cancel_running_cancels_every_running_node_but_the_kept_one(tmp_pa
     assert all('"cancelled_by_parent"' in new for _, _, new in reasons)
 
 
-async def _call(store: Store, execution: str, sequence: int, role: str, content: str, ok: bool = True) -> None:
+async def _call(store: Store, execution: str, sequence: int, role: str, content: str, ok: bool = True,
+                member: int = 0, turn: int = 0) -> None:
     now = utc_now()
     await store.record_event(execution_id=execution, node_id=f"{execution}/n{sequence}", worker_key=role,
                              sequence=sequence, event_type="model_call", turn_id=None,
-                             payload={"role": role, "response": {"content": content}}, started_at=now,
+                             payload={"role": role, "member": member, "turn": turn,
+                                      "request": {"messages": [{"role": "user", "content": f"to {role}"}]},
+                                      "response": {"content": content, "tool_calls": []}}, started_at=now,
                              completed_at=now, request_key=f"{execution}-{sequence}", ok=ok)
 
 
-async def test_role_outputs_reads_the_last_reply_per_role_of_many_rollouts_in_one_trip(tmp_path: Path):
+async def _tool(store: Store, execution: str, sequence: int, node_sequence: int, content: str) -> None:
+    now = utc_now()
+    await store.record_event(execution_id=execution, node_id=f"{execution}/n{node_sequence}", worker_key="w",
+                             sequence=sequence, event_type="tool_result", turn_id=None,
+                             payload={"tool_name": "search", "content": content, "is_error": False},
+                             started_at=now, completed_at=now)
+
+
+async def test_transcripts_read_every_turn_of_many_rollouts_in_one_trip(tmp_path: Path):
+    from core.transcript import ToolReply
+
     big = "y" * 300_000  # stored as a blob reference, resolved on read
     async with Store(tmp_path / "card.sqlite", run_id="x") as store:
         await _call(store, "r1#a1", 0, "solver", "first")
-        await _call(store, "r1#a1", 1, "critic", "fine")
+        await _call(store, "r1#a1", 1, "critic", "fine", turn=1)
         await _call(store, "r1#a2", 0, "solver", "second")  # a later attempt wins
-        await _call(store, "r1#a2", 1, "critic", "broken", ok=False)  # a failed call is no reply
-        await _call(store, "r10#a1", 0, "solver", big)  # r10 is not r1's
-        found = await store.role_outputs(["r1", "r10", "r2"])
-        assert found == {"r1": {"solver": "second", "critic": "fine"}, "r10": {"solver": big}, "r2": {}}
-        assert list(found["r1"]) == ["solver", "critic"]
-        assert await anyio.to_thread.run_sync(store.role_outputs_now, "r10") == {"solver": big}
+        await _tool(store, "r1#a2", 1, 0, "a page")
+        await _call(store, "r1#a2", 2, "critic", "broken", ok=False)  # a failed call is no turn
+        await _call(store, "r10#a1", 0, "solver", big, member=2)  # r10 is not r1's
+        found = await store.transcripts(["r1", "r10", "r2"])
+    assert [t.rollout_id for t in found] == ["r1", "r10", "r2"]
+    r1, r10, r2 = found
+    assert r1.role_outputs() == {"solver": "second", "critic": "fine"} and list(r1.role_outputs()) == ["solver",
+                                                                                                        "critic"]
+    assert [(t.role, t.turn, t.attempt, t.reply) for t in r1.turns] == [
+        ("solver", 0, "r1#a1", "first"), ("critic", 1, "r1#a1", "fine"), ("solver", 0, "r1#a2", "second")]
+    assert r1.turns[2].tool_replies == (ToolReply("search", "a page"),)
+    assert r1.turns[0].messages == ({"role": "user", "content": "to solver"},)
+    assert [t.reply for t in r1.final_attempt()] == ["second"]
+    assert r10.role_outputs() == {"solver": big} and r10.turns[0].member == 2
+    assert r2.turns == () and r2.role_outputs() == {}
 
 
 class _Store:
-    """The store's two role-output reads, counted."""
+    """The store's transcript read, counted."""
 
     def __init__(self) -> None:
-        self.blocking: list[str] = []
         self.batched: list[list[str]] = []
 
-    def role_outputs_now(self, rollout_id: str) -> dict[str, str]:
-        self.blocking.append(rollout_id)
-        return {"solver": f"said {rollout_id}"}
+    async def transcripts(self, rollout_ids: list[str]) -> list[object]:
+        from tests.optimizers.fakes import transcript_of
 
-    async def role_outputs(self, rollout_ids: list[str]) -> dict[str, dict[str, str]]:
         self.batched.append(list(rollout_ids))
-        return {r: {"solver": f"said {r}"} for r in rollout_ids}
+        return [transcript_of(r, {"solver": f"said {r}"}) for r in rollout_ids]
 
     async def externalize(self, values: list[object]) -> list[object]:
         return values
@@ -94,10 +113,11 @@ class _Runner:
                               bundle_sha256=s.bundle.digest) for i, s in enumerate(specs)]
 
 
-async def test_the_optimize_phase_reads_role_outputs_per_batch_off_the_loop_once_asked():
+async def test_the_optimize_phase_reads_transcripts_only_when_asked_in_one_trip_per_batch():
     from core.ledger import BudgetLedger
     from core.models import PromptBundle, Row
     from engine.job.optimization import LedgerRunner
+    from optimizers.transcripts import RoleOutputs
 
     runner = _Runner()
     facade = LedgerRunner(runner=runner, ledger=BudgetLedger(100), cell_id="c", optimizer_seed=0,  # type: ignore
@@ -106,9 +126,12 @@ async def test_the_optimize_phase_reads_role_outputs_per_batch_off_the_loop_once
     bundle = PromptBundle(roles={"solver": "be right"})
     first = await facade.run_batch(rows, bundle, 0)
     assert runner.store.batched == []  # a method that never asks costs no read
-    assert facade.role_outputs(first[0]) == {"solver": "said b1r0"} and runner.store.blocking == ["b1r0"]
+    outputs = RoleOutputs(facade)
+    await outputs.load(first)
+    assert runner.store.batched == [["b1r0", "b1r1"]]
+    assert [outputs(r) for r in first] == [{"solver": "said b1r0"}, {"solver": "said b1r1"}]
+    await outputs.load(first)  # loaded once
+    assert runner.store.batched == [["b1r0", "b1r1"]]
     second = await facade.run_batch(rows, bundle, 1)
-    assert runner.store.batched == [["b2r0", "b2r1"]]
-    assert [facade.role_outputs(r) for r in second] == [{"solver": "said b2r0"}, {"solver": "said b2r1"}]
-    assert facade.role_outputs(first[0]) == {"solver": "said b1r0"}
-    assert runner.store.blocking == ["b1r0"]  # every later read came from the batch's one trip
+    with pytest.raises(Exception, match="not loaded"):
+        outputs(second[0])

@@ -1,4 +1,4 @@
-"""Decentralized on the OpenAI Agents SDK (frameworks/agents_sdk.py) through the recording gateway, on the simulated
+"""Decentralized on the OpenAI Agents SDK (topologies/frameworks/agents_sdk.py) through the recording gateway, on the simulated
 endpoint: jobs complete with a closed ledger; the card shows the debate's who-reads-whom (round 0 reads nobody, each
 later round's first call of a peer reads exactly the other peers' last calls of the previous round, a peer's tool loop
 reads its own previous call); every call carries its logical seed and the protocol's decoding whatever the SDK asked;
@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from agents import ModelSettings
 
-import frameworks.agents_sdk as sdk_runtime
+import topologies.frameworks.agents_sdk as sdk_runtime
 from engine.sim.build import build_policy
 from engine.sim.faults import FAULT_KINDS, FaultPlan
 from engine.sim.server import SimServer

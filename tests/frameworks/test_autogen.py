@@ -1,4 +1,4 @@
-"""Centralized on AutoGen (frameworks/autogen.py) for real: SelectorGroupChat agents talking to the simulated
+"""Centralized on AutoGen (topologies/frameworks/autogen.py) for real: SelectorGroupChat agents talking to the simulated
 endpoint through the engine's recording gateway, in jobs (BFCL identity, a GEPA job, 20% faults, kill -9 resume)
 and through the Runner next to the native centralized topology.
 
@@ -119,7 +119,7 @@ def test_gepa_job_on_autogen_closes_its_ledger(tmp_path: Path) -> None:
 
 
 def test_roles_are_the_native_topologys() -> None:
-    from frameworks.autogen import AutogenCentralized
+    from topologies.frameworks.autogen import AutogenCentralized
     from topologies.centralized import Centralized
     for task in ("gpqa", "math", "hotpotqa", "lcb", "apps", "bfcl", "swe", "toolhop", "apibank"):
         assert AutogenCentralized().roles(task, 4) == Centralized().roles(task, 4)

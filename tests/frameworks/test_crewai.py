@@ -1,4 +1,4 @@
-"""Sequential on CrewAI (frameworks/crewai.py) through the recording gateway, on the simulated endpoint: jobs complete
+"""Sequential on CrewAI (topologies/frameworks/crewai.py) through the recording gateway, on the simulated endpoint: jobs complete
 with a closed ledger; the card shows the pipeline's who-reads-whom (each stage's first call reads the last call of
 every earlier stage, its later calls its own previous one); every call carries its logical seed and the protocol's
 decoding whatever CrewAI asked; kill -9 and re-run gives the uninterrupted result without re-sending a recorded call;
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-import frameworks.crewai as crew_runtime
+import topologies.frameworks.crewai as crew_runtime
 from engine.sim.build import build_policy
 from engine.sim.faults import FAULT_KINDS, FaultPlan
 from engine.sim.server import SimServer

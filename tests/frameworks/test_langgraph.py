@@ -1,4 +1,4 @@
-"""LangGraph runtimes (frameworks/langgraph) on the real engine: gateway, runner, store, simulated endpoint.
+"""LangGraph runtimes (topologies/frameworks/langgraph) on the real engine: gateway, runner, store, simulated endpoint.
 
 * Comparison with native (issue 17): the same rollouts (rows, rollout seeds, seed bundle) of every topology run
   natively and on LangGraph, on BFCL (real bfcl-eval data), MATH (the fixture in its official layout) and MATH with
@@ -41,7 +41,7 @@ from engine.sim.build import build_policy
 from engine.sim.faults import FAULT_KINDS, FaultPlan, ScheduledFault
 from engine.sim.policy import Policy
 from engine.sim.server import SimServer
-from frameworks.langgraph import RUNTIMES
+from topologies.frameworks.langgraph import RUNTIMES
 from tests.engine.jobutil import comparable, stored_sim_keys
 from tests.engine.faults.matrix import IMMEDIATE_FAULTS, assert_answered_once, job_and_log
 from tests.frameworks import lg_cards, lg_job

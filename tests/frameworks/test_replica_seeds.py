@@ -17,7 +17,7 @@ import pytest
 from core.seeds import call_seed
 from engine.sim.policy import Policy
 from engine.sim.server import SimServer
-from frameworks.langgraph import RUNTIMES
+from topologies.frameworks.langgraph import RUNTIMES
 from tests.frameworks import lg_cards
 from topologies.registry import get_topology
 

@@ -103,3 +103,11 @@ class FakeReflection:
 
 def seed_bundle(roles: Sequence[str] = ("solver",)) -> PromptBundle:
     return PromptBundle(roles={r: f"You are the {r}." for r in roles}, metadata={"source": "test"})
+
+
+def transcript_of(rollout_id: str, outputs: dict[str, str]):
+    """A one-attempt transcript whose roles said `outputs` (one turn each), as SessionRunner.transcripts gives."""
+    from core.transcript import Transcript, Turn
+
+    return Transcript(rollout_id, tuple(Turn(role=r, member=0, turn=i, attempt=f"{rollout_id}#a1", messages=(),
+                                             reply=text) for i, (r, text) in enumerate(outputs.items())))

@@ -1,7 +1,8 @@
 """Run a MAPRO / MASPO job on BFCL with a 4-agent sequential team against a given simulated endpoint, in a
 subprocess (used by the kill -9 resume tests; judge, probe and reflection calls go to the same server).
 
-usage: python -m tests.optimizers.run_team_job OUT ENDPOINT METHOD [CONCURRENCY]
+usage: python -m tests.optimizers.run_team_job OUT ENDPOINT METHOD [CONCURRENCY] [CELL]
+(CELL: default the 4-agent sequential BFCL team)
 """
 
 import json
@@ -17,8 +18,11 @@ from engine.runner import RetryPolicy
 REFLECTION_MODEL = "simulated-reflection"
 
 
-def config(out: Path, endpoint: str, method: str, concurrency: int) -> JobConfig:
-    cfg = build_config(cell="task=bfcl,topology=sequential,team_size=4", method=method, seed=2, out=str(out),
+SEQUENTIAL = "task=bfcl,topology=sequential,team_size=4"
+
+
+def config(out: Path, endpoint: str, method: str, concurrency: int, cell: str = SEQUENTIAL) -> JobConfig:
+    cfg = build_config(cell=cell, method=method, seed=2, out=str(out),
                        budget=600, task_endpoints=[endpoint], model_id="simulated-policy", data_dir=None,
                        concurrency=concurrency, reflection_endpoint=endpoint, reflection_model=REFLECTION_MODEL,
                        quiet=True, request_timeout=30.0)
@@ -28,7 +32,8 @@ def config(out: Path, endpoint: str, method: str, concurrency: int) -> JobConfig
 def main() -> None:
     out, endpoint, method = sys.argv[1], sys.argv[2], sys.argv[3]
     concurrency = int(sys.argv[4]) if len(sys.argv) > 4 else 4
-    result = anyio.run(run_job, config(Path(out), endpoint, method, concurrency))
+    cell = sys.argv[5] if len(sys.argv) > 5 else SEQUENTIAL
+    result = anyio.run(run_job, config(Path(out), endpoint, method, concurrency, cell))
     print(json.dumps(summary_line(result), sort_keys=True))
 
 

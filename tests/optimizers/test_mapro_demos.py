@@ -21,7 +21,7 @@ from optimizers.mapro.demos import (DEMO_CHARS, DEMO_HEADING, KEPT_CHARS, PAIR_C
                                     examples_of, pick, preference_pair, render_role_prompt)
 from optimizers.reflective_dataset import head_tail
 from tests.conftest import start_sim
-from tests.optimizers.fakes import FakeRunner, infra_record, rows, seed_bundle
+from tests.optimizers.fakes import FakeRunner, infra_record, rows, seed_bundle, transcript_of
 from tests.optimizers.optjob import bench, read, run
 from tests.optimizers.test_mapro_unit import ScriptedModel
 
@@ -41,7 +41,7 @@ def outputs(rec: RolloutRecord) -> dict[str, str]:
 
 
 class DemoRunner(FakeRunner):
-    """FakeRunner that keeps every bundle it ran and reports per-role outputs (as SessionRunner.role_outputs)."""
+    """FakeRunner that keeps every bundle it ran and reports per-role outputs (as SessionRunner.transcripts)."""
 
     def __init__(self, *args, **kw):
         super().__init__(*args, **kw)
@@ -52,10 +52,13 @@ class DemoRunner(FakeRunner):
         self.bundles.append(bundle)
         return await super().run_batch(batch, bundle, iteration)
 
-    def role_outputs(self, rec: RolloutRecord) -> dict[str, str]:
-        assert rec.usable, "an unusable record's outputs were read"
-        self.outputs_read.append(rec.example_id)
-        return {r: f"{r} output on {rec.example_id}" for r in self.roles}
+    async def transcripts(self, records: list[RolloutRecord]) -> list:
+        found = []
+        for rec in records:
+            assert rec.usable, "an unusable record's outputs were read"
+            self.outputs_read.append(rec.example_id)
+            found.append(transcript_of(rec.rollout_id, {r: f"{r} output on {rec.example_id}" for r in self.roles}))
+        return found
 
 
 def test_only_usable_successes_become_accepted_demos():

@@ -9,7 +9,7 @@ import pytest
 
 from optimizers.maspo import Maspo
 from optimizers.maspo.reward import joint_reward, outcome, refresh_reward, verdict
-from tests.optimizers.fakes import FakeRunner, rows, seed_bundle
+from tests.optimizers.fakes import FakeRunner, rows, seed_bundle, transcript_of
 
 
 @pytest.mark.parametrize("local,lookahead,glob,terminal,shared,rule,value", [
@@ -129,8 +129,8 @@ class OutputsRunner(FakeRunner):
             out.append(rec.model_copy(update={"rollout_id": rid}))
         return out
 
-    def role_outputs(self, record):
-        return self.outputs[record.rollout_id]
+    async def transcripts(self, records):
+        return [transcript_of(rec.rollout_id, self.outputs[rec.rollout_id]) for rec in records]
 
 
 @pytest.mark.anyio

@@ -10,6 +10,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from core.coalition import MemberMask
 from core.models import PromptBundle, RolloutRecord, Row
 from engine.job.optimization import LedgerRunner
 from engine.job.run_job import run_job
@@ -33,8 +34,8 @@ def test_no_infrastructure_failure_enters_a_score_under_faults(tmp_path: Path, m
     handed: list[int] = []
 
     async def poisoned(self: LedgerRunner, rows: Sequence[Row], bundle: PromptBundle, iteration: int | str,
-                       seed_slot: str) -> list[RolloutRecord]:
-        records = await real(self, rows, bundle, iteration, seed_slot)
+                       seed_slot: str, control: MemberMask | None = None) -> list[RolloutRecord]:
+        records = await real(self, rows, bundle, iteration, seed_slot, control)
         out = [r.model_copy(update={"score": PoisonScore(0.0)}) if r.status.value == "infrastructure_failure"
                else r for r in records]
         handed.append(sum(r is not s for r, s in zip(records, out)))

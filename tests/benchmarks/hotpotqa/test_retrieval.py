@@ -20,7 +20,7 @@ from benchmarks.hotpotqa.live import WIKIPEDIA_API, LiveWikipedia, WikipediaUnav
 from benchmarks.hotpotqa.loader import load_pool
 from core.errors import DataError, InfrastructureError, UsageError
 from core.models import Row
-from engine.job.benchmark_setup import configure_benchmark
+from engine.benchmark_setup import configure_benchmark
 
 FIXTURES = Path(__file__).parent / "fixtures"
 ROOT = Path(__file__).resolve().parents[3]

@@ -19,7 +19,7 @@ from benchmarks.swe.tool_jail import run_repo_tool
 from core.errors import DataError
 from core.models import AgentOutput, Row
 from core.topology import agent_scope
-from engine.job.benchmark_setup import configure_benchmark, tool_environment
+from engine.benchmark_setup import configure_benchmark, tool_environment
 from tests.benchmarks.swe.repos import Attempt, row
 from tests.topologies.scripted import Call, ScriptedContext, tool_call
 from topologies.independent import Independent

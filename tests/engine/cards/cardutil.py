@@ -13,8 +13,8 @@ import anyio
 
 from core.blobs import resolve
 from core.canonical import content_hash, sha256_hex
-from core.cards.lines import encode_lines
-from core.cards.model import COLUMNS, JSON_COLUMNS, STREAMS
+from engine.cards.format.lines import encode_lines
+from engine.cards.format.model import COLUMNS, JSON_COLUMNS, STREAMS
 from engine.cards.bundle import Bundle, stream_path
 from engine.cards.manifest import set_manifest
 from engine.sim.faults import FaultPlan

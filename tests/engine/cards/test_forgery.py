@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from core.canonical import content_hash
-from core.cards.problems import errors
+from engine.cards.format.problems import errors
 from engine.cards.bundle import Bundle
 from engine.cards.export import Redaction, export_card
 from engine.cards.manifest import json_bytes
@@ -135,13 +135,17 @@ def test_headline_of_an_unknown_rule_is_unverifiable(card):
     forged(card, "E_HEADLINE_UNVERIFIED")
 
 
-def test_rule_implementation_hash_differs(card):
+@pytest.mark.parametrize("declared", [False, True])
+def test_rule_implementation_hash_differs(card, declared):
+    """A replaced implementation is an error, unless the entry declares the rule re-registered (a warning); the
+    rule is re-run either way and its numbers still agree."""
     registry = json.loads(card.files["reporting_rules.json"])
     registry[0]["implementation"]["sha256"] = "0" * 64
+    if declared:
+        registry[0]["re_registered"] = True
     set_file(card, "reporting_rules.json", registry)
     reseal(card)
-    found = codes(card)
-    assert found == {"W_RULE_IMPLEMENTATION"}  # re-run anyway: the numbers still agree
+    assert codes(card) == ({"W_RULE_IMPLEMENTATION"} if declared else {"E_RULE_IMPLEMENTATION"})
 
 
 # ------------------------------------------------------------------------------------------------ inline cap

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from core.cards.problems import errors
+from engine.cards.format.problems import errors
 from engine.cards.bundle import Bundle
 from engine.cards.cli import main
 from engine.cards.export import export_card
@@ -21,7 +21,7 @@ def test_job_card_exports_validates_and_reproduces_result(clean_job, tmp_path):
         "nodes.jsonl", "reporting_rules.json"]
     assert validate_path(tmp_path / "card") == []
     manifest = json.loads(bundle.files["manifest.json"])
-    assert manifest["format"] == "rollout-card" and manifest["format_version"] == "1.1.0"
+    assert manifest["format"] == "rollout-card" and manifest["format_version"] == "1.2.0"
     assert manifest["producer"]["name"] == "mas-promptbench-engine"
     assert manifest["run"]["cell"] == result["cell"] and manifest["run"]["method"] == "identity"
     assert manifest["run"]["protocol_conformant"] is False and manifest["run"]["status"] == "completed"

@@ -14,7 +14,7 @@ from engine.cards.bundle import Bundle
 from engine.cards.export import export_card
 from engine.cards.reader import CardReader
 from engine.cards.rescore import apply_rule, run_rule
-from engine.cards.rules import all_rules, get_rule
+from engine.cards.rule_table import all_rules, get_rule
 from engine.cards.validate import validate_bundle
 from engine.store import Store
 

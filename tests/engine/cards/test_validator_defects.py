@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from core.cards.problems import errors
+from engine.cards.format.problems import errors
 from engine.cards.bundle import Bundle
 from engine.cards.export import export_card
 from engine.cards.validate import validate_bundle

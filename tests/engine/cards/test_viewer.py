@@ -166,7 +166,8 @@ def test_card_text_never_runs_as_markup_and_the_curve_is_drawn(browser, tmp_path
     from engine.cards.view import view_data
 
     curve = view_data(Bundle.load(card))["curve"]
-    assert [(p["x"], p["y"], p["n"]) for p in curve] == [(2, 0.5, 2), (4, 1.0, 2)]
+    assert [(p["x"], p["y"], p["n"]) for p in curve["points"]] == [(2, 0.5, 2), (4, 1.0, 2)]
+    assert curve["line"] == [[2, 0.5], [4, 0.5], [4, 1.0], [4, 1.0]]  # no recorded seed: the best so far
     assert main(["view", str(card), "--out", str(tmp_path / "view")]) == 0
     page = browser.new_page()
     problems: list[str] = []
@@ -179,6 +180,9 @@ def test_card_text_never_runs_as_markup_and_the_curve_is_drawn(browser, tmp_path
     assert page.locator("#curve circle").count() == 2
     page.locator("tr.rollout").first.click()
     assert page.locator("#detail pre.response").first.inner_text() == HOSTILE  # shown as text
+    page.fill("#search", "onerror=")  # markup in the responses is searched as text, never run
+    assert page.locator("tr.rollout:visible").count() == 4
+    assert page.locator("#candidate-table tr.candidate").count() == 2  # b1, b2 (no bundle records: C1, C2)
     assert page.evaluate("window.pwned === undefined")
     assert page.locator("img").count() == 0
     assert problems == [] and all(url.startswith("file://") for url in requests), (problems, requests)

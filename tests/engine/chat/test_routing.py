@@ -139,3 +139,41 @@ def test_an_ejected_preferred_endpoint_falls_back_at_once():
     assert second == 1 - first and sent_to_ejected == 0
     assert pool.stats["requests_sent"] == 2 and "outage_seconds" not in pool.stats and pool._outage_since is None
     assert pool.summary()["routing"] == "cache-aware"
+
+
+def test_the_routing_option_sets_the_default_of_pools_built_under_it():
+    """`--routing` of `job` and `sweep run` (engine/chat/routing.py `default_routing`): pools built inside the block
+    without a routing of their own use it, recorded in the pool summary; outside it the default rule holds again."""
+    from engine.chat.routing import check_routing, default_routing
+
+    def pool(n: int) -> EndpointPool:
+        return EndpointPool([Endpoint(f"http://10.0.0.{i}:8000/v1", "m", capacity=4, timeouts=Timeouts(read=10))
+                             for i in range(n)], probe_interval=60.0)
+
+    with default_routing("least-loaded"):
+        assert pool(2).summary()["routing"] == "least-loaded"
+        assert pool(2).router.name == "least-loaded"
+        own = EndpointPool(pool(2).endpoints, routing="cache-aware", probe_interval=60.0)
+        assert own.router.name == "cache-aware"
+    with default_routing(None):
+        assert pool(2).router.name == "cache-aware" and pool(1).router.name == "least-loaded"
+    assert pool(2).summary()["routing"] == "cache-aware"
+    with default_routing("cache-aware"):
+        assert pool(1).router.name == "cache-aware"
+    with pytest.raises(UsageError, match="--routing must be one of"):
+        check_routing("nearest")
+
+
+@pytest.mark.parametrize("command", [("job",), ("sweep", "run")])
+def test_a_bad_routing_value_is_one_line_and_exit_2(command):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3]
+    proc = subprocess.run([sys.executable, "-m", "engine", *command, "--routing", "nearest"], capture_output=True,
+                          text=True, cwd=root, timeout=120, env={**os.environ, "PYTHONPATH": str(root)})
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--routing must be one of" in lines[0] and "nearest" in lines[0], proc.stderr

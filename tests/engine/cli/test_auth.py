@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from engine.chat.auth import ApiKey, scrub
-from engine.job.endpoints import simulated_endpoint
+from engine.simulated import simulated_endpoint
 from engine.sim.build import build_policy
 from engine.sim.server import SimServer
 from tests.engine.cli.hostile import ROOT, assert_refused, engine, job, snapshot
@@ -138,7 +138,7 @@ def test_run_command_also_refuses_credentials_in_url(tmp_path: Path):
 
 
 def test_in_process_simulated_endpoint_can_require_a_key(key: str):
-    with simulated_endpoint(["bfcl"], None, require_api_key=ApiKey(key, "TEST")) as url:
+    with simulated_endpoint(["bfcl"], None, api_key=ApiKey(key, "TEST").reveal()) as url:
         body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
         assert httpx.post(f"{url}/chat/completions", json=body).status_code == 401
         assert httpx.get(f"{url}/models").status_code == 401

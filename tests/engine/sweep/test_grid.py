@@ -39,10 +39,14 @@ def test_runnable_and_not_implemented_are_both_listed():
     runnable = [j for j in jobs if j.runnable]
     missing = [j for j in jobs if not j.runnable]
     assert len(runnable) + len(missing) == 1836
-    assert len(runnable) == 3 * (612 - 108 - 48)  # table 2's CrewAI/AutoGen/Agents SDK cells, 4 unimplemented methods
+    # table 2's CrewAI/AutoGen/Agents SDK cells, 2 unimplemented methods (hivemind runs on all 4 multi-agent
+    # topologies: each honours coalition masks on the native runtime)
+    assert len(runnable) == 3 * (612 - 108 - 24)
     assert all(j.reason for j in missing)
-    assert {j.method for j in runnable} == {"gepa", "mipro", "mapro", "maspo"}
-    assert any("crewai" in (j.reason or "") for j in missing) and any("hivemind" in (j.reason or "") for j in missing)
+    assert {j.method for j in runnable} == {"gepa", "mipro", "mapro", "maspo", "tavo", "hivemind"}
+    assert {parse_cell(j.cell).topology for j in runnable if j.method == "hivemind"} == {
+        "independent", "sequential", "centralized", "decentralized"}
+    assert any("crewai" in (j.reason or "") for j in missing) and any("maspob" in (j.reason or "") for j in missing)
     assert len({j.key for j in jobs}) == 1836  # every job has its own directory
     assert all(parse_cell(j.cell).framework == "native" for j in jobs)
 
@@ -51,7 +55,7 @@ def test_runnable_and_not_implemented_are_both_listed():
 def test_framework_runtimes_run_every_implemented_method_of_the_grid():
     jobs = jobs_for(protocol_grid(), (0, 1, 2), {})
     runnable = [j for j in jobs if j.runnable]
-    assert len(runnable) == 3 * (612 - 48)  # only the 4 unimplemented methods are left (CI installs every extra)
+    assert len(runnable) == 3 * (612 - 36)  # only the 3 unimplemented methods are left (CI installs every extra)
     assert {parse_cell(j.cell).framework for j in runnable} == {"langgraph", "crewai", "autogen", "openai_agents"}
 
 
@@ -96,11 +100,11 @@ def test_custom_grid_file(tmp_path):
     path.write_text(json.dumps({"jobs": [
         {"method": "gepa", "cell": "task=bfcl,topology=single", "seeds": [1]},
         {"method": "gepa", "cell": "task=gpqa,topology=independent,model=llama"},
-        {"method": "tavo", "cell": "task=bfcl,topology=independent"}]}))
+        {"method": "maspob", "cell": "task=bfcl,topology=independent"}]}))
     jobs = custom_jobs(path, (0, 2), {})
     assert [(j.method, j.seed, j.runnable) for j in jobs] == [
-        ("gepa", 1, True), ("gepa", 0, False), ("gepa", 2, False), ("tavo", 0, False), ("tavo", 2, False)]
-    assert "off-grid" in (jobs[1].reason or "") and "tavo" in (jobs[3].reason or "")
+        ("gepa", 1, True), ("gepa", 0, False), ("gepa", 2, False), ("maspob", 0, False), ("maspob", 2, False)]
+    assert "off-grid" in (jobs[1].reason or "") and "maspob" in (jobs[3].reason or "")
     path.write_text("{not json")
     with pytest.raises(UsageError, match="grid-file"):
         custom_jobs(path, (0,), {})

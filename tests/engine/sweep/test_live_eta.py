@@ -85,3 +85,40 @@ def test_heavier_cells_weigh_their_calls():
 def test_candidate_share_starts_at_one_half_and_learns(tmp_path: Path):
     rows = [JobRow("g0", "gepa", CELL, 0, "pending", 0, "runs/g0", None, None, None)]
     assert candidate_share(rows, tmp_path) == 0.5
+
+
+def test_a_poll_reads_each_sealed_artifact_once_and_a_rewrite_again(tmp_path: Path, monkeypatch):
+    """candidate_share and planned_rollouts both ask for a job's optimization.json; one poll reads it once, the
+    next poll not at all, and a new version of the file (atomically replaced) is read again."""
+    import types
+
+    import engine.job.artifacts as artifacts
+    from engine.sweep import remaining
+
+    reads: list[str] = []
+    seed = {"solver": "seed"}
+
+    def fake_read(path: Path, model: object) -> types.SimpleNamespace:
+        reads.append(path.name)
+        found = path.read_text() == "found"
+        opt = types.SimpleNamespace(incumbent_bundle={"solver": "new"} if found else seed, seed_bundle=seed,
+                                    budget=types.SimpleNamespace(charged=40))
+        return types.SimpleNamespace(artifact=opt)
+
+    monkeypatch.setattr(artifacts, "read_artifact", fake_read)
+    remaining._read_sealed.cache_clear()
+    job_dir = tmp_path / "runs" / "g0"
+    job_dir.mkdir(parents=True)
+    (job_dir / "optimization.json").write_text("seed")
+    rows = [JobRow("g0", "gepa", CELL, 0, "running", 1, "runs/g0", None, None, None)]
+    for _ in range(3):  # three polls
+        assert candidate_share(rows, tmp_path) == 1 / 3
+        assert planned_rollouts("gepa", CELL, 40, job_dir, 1 / 3) == 40 + sum(split_sizes("bfcl")[1:])
+    assert reads == ["optimization.json"]
+    tmp = job_dir / "optimization.json.tmp"
+    tmp.write_text("found!")  # a new version, of another size
+    tmp.replace(job_dir / "optimization.json")
+    (job_dir / "optimization.json").write_text("found")
+    assert candidate_share(rows, tmp_path) == 2 / 3
+    assert reads == ["optimization.json", "optimization.json"]
+    remaining._read_sealed.cache_clear()

@@ -11,6 +11,8 @@ import sqlite3
 import threading
 import time
 
+from engine.cards.export import export_card
+from engine.cards.validate import validate_bundle
 from engine.sim.build import build_policy
 from engine.sim.faults import FaultPlan, ScheduledFault
 from engine.sim.server import SimServer
@@ -46,6 +48,13 @@ def outcome(value):
     return value
 
 
+def assert_cards_validate(runs, keys) -> None:
+    """Every job's card, healed ones included (their failed attempts, recovery and re-run budget), re-derives."""
+    for key in keys:
+        problems = validate_bundle(export_card(runs / key))
+        assert problems == [], (key, [p.line() for p in problems][:5])
+
+
 def clean_results(tmp_path, keys, selection):
     servers = start_servers(1)
     try:
@@ -77,6 +86,7 @@ def test_a_degraded_job_heals_in_the_same_run(tmp_path):
     assert "finished=1 degraded=0 failed=0" in done.stderr
     assert (tmp_path / "sw" / "runs" / keys[0] / "recovered").is_dir()  # the recovery ran, its inputs kept
     assert results(tmp_path / "sw" / "runs", keys) == clean_results(tmp_path, keys, ONE)
+    assert_cards_validate(tmp_path / "sw" / "runs", keys)
 
 
 class Outage:
@@ -125,6 +135,7 @@ def test_a_12_job_sweep_under_mixed_faults_and_an_outage_ends_valid_and_equal_to
     assert all(r["test"]["valid_for_aggregation"] for r in healed.values())
     assert sum(r["optimization"]["budget"]["infrastructure_failures"] for r in healed.values()) > 0  # visible
     assert outcome(healed) == outcome(clean_results(tmp_path, keys, SELECTION))
+    assert_cards_validate(tmp_path / "sw" / "runs", keys)
 
 
 @pytest.mark.slow
@@ -160,6 +171,7 @@ def test_a_lasting_fault_leaves_jobs_degraded_and_a_later_run_heals_them(tmp_pat
     assert f"{len(keys) - len(degraded)} already finished, {len(degraded)} to run" in back.stderr
     assert {s for s, _ in statuses(sw).values()} == {"finished"}
     assert results(sw / "runs", keys) == clean_results(tmp_path, keys, SELECTION)
+    assert_cards_validate(sw / "runs", keys)
 
 
 def test_heal_rounds_wait_for_a_healthy_pool_and_stop_when_nothing_is_degraded(capsys):
