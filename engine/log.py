@@ -8,7 +8,8 @@
 
 stdout is never a log stream: results (the one JSON line of `job`, tables, paths) are plain prints there.
 Events go to whatever `sys.stderr` is at the moment of writing (so redirected or captured stderr gets them), one
-`write` per line under a lock, so lines from the simulated endpoint's thread never interleave with the job's.
+`write` per line under a lock, so lines from the simulated endpoint's thread never interleave with the job's. A
+stderr that is gone (a closed pipe) drops the line: a log line never raises into the job it describes.
 """
 
 from __future__ import annotations
@@ -33,8 +34,11 @@ class StderrLogger:
 
     def msg(self, message: str) -> None:
         with _lock:
-            sys.stderr.write(message + "\n")
-            sys.stderr.flush()
+            try:
+                sys.stderr.write(message + "\n")
+                sys.stderr.flush()
+            except (OSError, ValueError):  # stderr is gone (`2>&1 | head`, a closed pipe): a log line never fails
+                pass  # the work it describes; the card records everything the line would have said
 
     debug = info = warning = warn = error = critical = exception = fatal = log = msg
 

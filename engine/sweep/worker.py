@@ -5,8 +5,8 @@ orders (`{"run": spec}` lines) from stdin, runs every order as a task of its eve
 endpoint pool whose in-flight slots are the node-wide ones of the parent's broker (engine/sweep/broker.py), and
 writes JSON lines to its original stdout: `{"key", "progress"}` (throttled snapshots), `{"key", "finished":
 headline}` or `{"key", "error": line}`. Anything else that writes to stdout is sent to stderr, so the channel carries only these.
-End of stdin (the parent is gone, even by kill -9), SIGTERM and SIGINT stop every job as cancellation does in
-one process: their rows stay `running` and the next `sweep run` resumes them.
+End of stdin or a failed write to the parent (the parent is gone, even by kill -9), SIGTERM and SIGINT stop every
+job as cancellation does in one process: their rows stay `running` and the next `sweep run` resumes them.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import os
 import pickle
 import signal
 import sys
+from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import asdict
 from pathlib import Path
@@ -52,6 +53,30 @@ def endpoints_dict(spec: EndpointSpec) -> dict[str, Any]:
             "max_outage": spec.max_outage, "events": str(spec.events.resolve()) if spec.events else None}
 
 
+class ParentChannel:
+    """The worker's protocol channel to its parent. A write that fails (the parent is gone, even by kill -9, before
+    this worker has read the end of its stdin) raises nothing into the job that was reporting: it is not the job's
+    failure and must never be recorded as one (a progress snapshot written from inside a method would otherwise
+    become the method's program_failure in optimization.json, for good). It calls `on_gone` instead (the worker
+    stops every job as at the end of stdin: their rows stay `running` for the next `sweep run`) and drops every
+    later message."""
+
+    def __init__(self, out: BinaryIO) -> None:
+        self.out = out
+        self.gone = False
+        self.on_gone: Callable[[], None] | None = None
+
+    def emit(self, message: dict[str, Any]) -> None:
+        if self.gone:
+            return
+        try:
+            self.out.write((json.dumps(message, default=str) + "\n").encode())
+        except (OSError, ValueError):
+            self.gone = True
+            if self.on_gone is not None:
+                self.on_gone()
+
+
 async def serve(init: dict[str, Any], out: BinaryIO) -> None:
     from engine.sweep.local import error_line
 
@@ -60,8 +85,8 @@ async def serve(init: dict[str, Any], out: BinaryIO) -> None:
     runs = Path(init["sweep_dir"]) / "runs"
     cache_dir = init["cache_dir"]
 
-    def emit(message: dict[str, Any]) -> None:
-        out.write((json.dumps(message, default=str) + "\n").encode())
+    parent = ParentChannel(out)
+    emit = parent.emit
 
     async with AsyncExitStack() as stack:
         with default_routing(settings.routing):  # `sweep run --routing`, as the parent's settings say
@@ -94,6 +119,7 @@ async def serve(init: dict[str, Any], out: BinaryIO) -> None:
         async with anyio.create_task_group() as tg:
             for signum in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(signum, tg.cancel_scope.cancel)
+            parent.on_gone = tg.cancel_scope.cancel
 
             async def broker_lost() -> None:
                 await broker.lost.wait()
