@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections import Counter
@@ -22,6 +23,13 @@ ROOT = Path(__file__).resolve().parents[3]
 SELECTION = ["--runtime", "native", "--tasks", "bfcl", "--table", "3", "--methods", "gepa,identity", "--topologies", "single,independent",
              "--budget", "20", "--allow-small-budget"]
 MODEL, REFLECTION = "sim-task-model", "simulated-reflection"
+
+
+def as_in_a_terminal() -> None:
+    """`preexec_fn` of a sweep that a test interrupts as a terminal's Ctrl-C does: a foreground process starts with
+    SIGINT at its default. One started with SIGINT ignored (by a script's `cmd &`, as a background CI launcher
+    does) keeps ignoring it, as POSIX and Python say; the sweep then rightly runs on, so the test sets the default."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def start_servers(n: int, delay_s: float = 0.0) -> list[SimServer]:

@@ -16,6 +16,7 @@ import pytest
 from tests.engine.sweep.sweeputil import (
     ROOT,
     SELECTION,
+    as_in_a_terminal,
     endpoint_args,
     plan_keys,
     results,
@@ -133,7 +134,8 @@ def test_ctrl_c_stops_cleanly_and_the_rerun_finishes(tmp_path):
             "--no-aggregate"]
     try:
         proc = subprocess.Popen([sys.executable, "-m", "engine", "sweep", *args], cwd=ROOT, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+                                stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                                preexec_fn=as_in_a_terminal)
         deadline = time.monotonic() + 200
         while time.monotonic() < deadline and _finished(sw / "sweep.sqlite")[1] < 2:
             time.sleep(0.05)

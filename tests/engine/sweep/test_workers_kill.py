@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.engine.sweep.sweeputil import ROOT, SELECTION, model_requests, plan_keys, sweep
+from tests.engine.sweep.sweeputil import ROOT, SELECTION, as_in_a_terminal, model_requests, plan_keys, sweep
 from tests.engine.sweep.test_workers import endpoint_args, job_record, servers
 
 MID_SWEEP = 400  # requests answered when the kill lands (the whole sweep sends about 2,500)
@@ -46,7 +46,7 @@ def alive(pid: int) -> bool:
 
 def start(args: list[str]) -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, "-m", "engine", "sweep", *args], cwd=ROOT, start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=as_in_a_terminal,
                             env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
