@@ -18,7 +18,9 @@ from engine.cards.format.derive import BUNDLE_KEYS, BUNDLE_REF
 EVALUATION_FIELDS = ("split", "evaluation_seed", "bundle_sha256", "ordered_example_ids", "rows_sha256")
 
 
-def _load(path: Path) -> dict[str, Any] | None:
+def read_object(path: Path) -> dict[str, Any] | None:
+    """A run directory's JSON artifact as an object: None when absent (or not an object); unreadable JSON is an
+    ArtifactError."""
     try:
         value = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -30,11 +32,11 @@ def _load(path: Path) -> dict[str, Any] | None:
 
 def derivation(run_dir: Path) -> dict[str, Any] | None:
     """None for a run directory without job.json (a bare store)."""
-    job = _load(run_dir / "job.json")
+    job = read_object(run_dir / "job.json")
     if job is None:
         return None
-    selection = _load(run_dir / "selection.json")
-    test = _load(run_dir / "test.json") or {}
+    selection = read_object(run_dir / "selection.json")
+    test = read_object(run_dir / "test.json") or {}
     wanted = [] if selection is None else [selection.get("baseline_validation_id"),
                                            selection.get("candidate_validation_id")]
     wanted += [test.get("baseline_evaluation_id"), test.get("deployed_evaluation_id")]
@@ -42,11 +44,11 @@ def derivation(run_dir: Path) -> dict[str, Any] | None:
     for evaluation_id in wanted:
         if not isinstance(evaluation_id, str) or evaluation_id in evaluations:
             continue
-        record = _load(run_dir / "evaluations" / f"{evaluation_id}.json")
+        record = read_object(run_dir / "evaluations" / f"{evaluation_id}.json")
         identity = (record or {}).get("identity")
         if isinstance(identity, dict):
             evaluations[evaluation_id] = {k: identity.get(k) for k in EVALUATION_FIELDS}
-    splits = _load(run_dir / "splits.json")  # absent in a job directory written before it was recorded
+    splits = read_object(run_dir / "splits.json")  # absent in a job directory written before it was recorded
     return {"job": _refs({k: v for k, v in job.items() if k != "sha256"}),
             "selection": None if selection is None else _refs({k: v for k, v in selection.items() if k != "sha256"}),
             "evaluations": evaluations, **({"splits": splits} if splits is not None else {})}

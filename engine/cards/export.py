@@ -26,7 +26,7 @@ from core.errors import ArtifactError, UsageError
 from core.seeds import seed_derivation
 from engine.cards.bundle import Bundle, blob_path, stream_path
 from engine.cards.bundles import read_bundles
-from engine.cards.derivation import derivation
+from engine.cards.derivation import derivation, read_object
 from engine.cards.manifest import json_bytes, set_manifest
 from engine.cards.namespaces import declare_namespaces
 from engine.cards.producer import producer
@@ -105,16 +105,6 @@ def _externalize_rows(rows: dict[str, list[dict[str, Any]]], files: dict[str, by
                     row[column] = externalize(row[column], put, INLINE_CAP_BYTES)
 
 
-def _read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as exc:
-        raise ArtifactError(f"{path} is not readable JSON: {exc}") from exc
-    return value if isinstance(value, dict) else None
-
-
 def _validated(data: dict[str, Any] | None, model: type[Artifact], name: str) -> dict[str, Any] | None:
     """A job artifact the card carries must match its model (core.artifacts); a sealed one without its sha256."""
     if data is not None:
@@ -139,9 +129,9 @@ def optimization_summary(optimization: dict[str, Any] | None) -> dict[str, Any] 
 
 
 def run_metadata(run_dir: Path, rows: dict[str, list[dict[str, Any]]], run_id: str | None) -> dict[str, Any]:
-    job = _validated(_read_json(run_dir / "job.json"), JobIdentity, "job.json") or {}
-    optimization = _validated(_read_json(run_dir / "optimization.json"), Optimization, "optimization.json")
-    result = _validated(_read_json(run_dir / "result.json"), JobResult, "result.json") or {}
+    job = _validated(read_object(run_dir / "job.json"), JobIdentity, "job.json") or {}
+    optimization = _validated(read_object(run_dir / "optimization.json"), Optimization, "optimization.json")
+    result = _validated(read_object(run_dir / "result.json"), JobResult, "result.json") or {}
     roots = [n for n in rows["nodes"] if n["parent_id"] is None]
     root = roots[0] if roots else {}
     job_note: dict[str, Any] = next((a["payload"] for a in rows["annotations"] if a["namespace"] == "mpb.job"
